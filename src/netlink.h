@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The netlink module: everything wgshape asks of the kernel goes through here
+ * (src/netlink/). No libnl type crosses this header.
+ *
+ * Every function returns 0 or a negative errno. When the kernel said why a
+ * request failed (extended ACK), netlink_ext_msg() has its words until the
+ * next request; callers put them in their one error line.
+ */
+#ifndef WGSHAPE_NETLINK_H
+#define WGSHAPE_NETLINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cake.h"
+
+#define IFNAME_SIZE 16 /* IFNAMSIZ: 15 characters and the NUL */
+
+struct netlink;
+
+int netlink_open(struct netlink **out);
+void netlink_close(struct netlink *nl);
+/* The kernel's extended ACK text for the last failed request, or "". */
+const char *netlink_ext_msg(const struct netlink *nl);
+
+struct link_info {
+	int ifindex;
+	char name[IFNAME_SIZE];
+	char kind[32]; /* IFLA_INFO_KIND: "wireguard", "ifb", "veth", "" for none */
+	bool up;
+	unsigned int mtu;
+};
+
+/* -ENODEV when there is no such interface. */
+int netlink_link_get(struct netlink *nl, const char *name, struct link_info *out);
+int netlink_link_get_index(struct netlink *nl, int ifindex, struct link_info *out);
+
+struct qdisc_info {
+	char kind[32];
+	uint32_t handle, parent;
+	void *options; /* raw TCA_OPTIONS payload, owned; NULL when none */
+	size_t options_len;
+	struct cake_opts cake; /* kind "cake" only */
+	struct cake_stats stats; /* kind "cake" only */
+};
+
+void qdisc_info_clear(struct qdisc_info *q);
+/* The root qdisc of ifindex (a default one has handle 0). -ENOENT if none. */
+int netlink_qdisc_root(struct netlink *nl, int ifindex, struct qdisc_info *out);
+
+enum qdisc_mode {
+	QDISC_ADD, /* create; fails if a non-default root exists */
+	QDISC_CHANGE, /* change cake in place: handle, queues and counters survive */
+	QDISC_REPLACE, /* create or replace the root */
+};
+
+/* Send only the options set in opts. handle is used by QDISC_CHANGE. */
+int netlink_cake_set(struct netlink *nl, int ifindex, uint32_t handle,
+		     const struct cake_opts *opts, enum qdisc_mode mode);
+/* Put back a root qdisc as it was read: kind, handle and raw options. */
+int netlink_qdisc_restore(struct netlink *nl, int ifindex, const char *kind, uint32_t handle,
+			  const void *options, size_t options_len);
+/* Delete the root qdisc: the kernel puts its default back. */
+int netlink_qdisc_del_root(struct netlink *nl, int ifindex);
+
+/* Create an ifb link and bring it up. -EEXIST if the name is taken. */
+int netlink_ifb_add(struct netlink *nl, const char *name, int *ifindex);
+int netlink_link_del(struct netlink *nl, int ifindex);
+
+/* ingress qdisc (ffff:) on ifindex with a match-all filter redirecting to to_ifindex. */
+int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex);
+/* *present: an ingress qdisc exists; *redirect_ifindex: where its filter sends, or 0. */
+int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *redirect_ifindex);
+int netlink_ingress_del(struct netlink *nl, int ifindex);
+
+struct wg_endpoints {
+	unsigned int v4, v6, none; /* peers by endpoint address family */
+};
+
+/* -EOPNOTSUPP when the kernel has no WireGuard generic netlink family. */
+int netlink_wg_endpoints(struct netlink *nl, const char *ifname, struct wg_endpoints *out);
+
+#endif
