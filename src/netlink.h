@@ -49,6 +49,9 @@ struct qdisc_info {
 void qdisc_info_clear(struct qdisc_info *q);
 /* The root qdisc of ifindex (a default one has handle 0). -ENOENT if none. */
 int netlink_qdisc_root(struct netlink *nl, int ifindex, struct qdisc_info *out);
+/* The qdisc of ifindex attached at parent (e.g. TC_H_INGRESS). -ENOENT if none. */
+int netlink_qdisc_find_parent(struct netlink *nl, int ifindex, uint32_t parent,
+			      struct qdisc_info *out);
 
 enum qdisc_mode {
 	QDISC_ADD, /* create; fails if a non-default root exists */

@@ -1,1 +1,172 @@
-/* SPDX-License-Identifier: GPL-2.0-or-later */
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Root qdiscs: read one back (kind, handle, raw options, cake's settings and
+ * statistics), set cake, put a saved qdisc back, delete.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+
+#include "internal.h"
+#include "cake-attr.h"
+
+void qdisc_info_clear(struct qdisc_info *q)
+{
+	if (!q)
+		return;
+	free(q->options);
+	memset(q, 0, sizeof(*q));
+}
+
+struct root_query {
+	int ifindex;
+	uint32_t parent;
+	bool found;
+	struct qdisc_info info;
+};
+
+static int parse_qdisc(struct nl_msg *msg, void *arg)
+{
+	struct root_query *q = arg;
+	struct nlmsghdr *hdr = nlmsg_hdr(msg);
+	struct tcmsg *tcm = nlmsg_data(hdr);
+	struct nlattr *tb[TCA_MAX + 1];
+	struct qdisc_info *out = &q->info;
+	int r;
+
+	if (hdr->nlmsg_type != RTM_NEWQDISC)
+		return 0;
+	/* The kernel ignores tcm_ifindex in a dump: filter here. */
+	if (tcm->tcm_ifindex != q->ifindex || tcm->tcm_parent != q->parent || q->found)
+		return 0;
+	if (nlmsg_parse(hdr, sizeof(*tcm), tb, TCA_MAX, NULL) < 0 || !tb[TCA_KIND])
+		return -EBADMSG;
+
+	q->found = true;
+	nla_strlcpy(out->kind, tb[TCA_KIND], sizeof(out->kind));
+	out->handle = tcm->tcm_handle;
+	out->parent = tcm->tcm_parent;
+	if (tb[TCA_OPTIONS] && nla_len(tb[TCA_OPTIONS]) > 0) {
+		out->options_len = (size_t)nla_len(tb[TCA_OPTIONS]);
+		out->options = malloc(out->options_len);
+		if (!out->options)
+			return -ENOMEM;
+		memcpy(out->options, nla_data(tb[TCA_OPTIONS]), out->options_len);
+	}
+	if (strcmp(out->kind, "cake") != 0)
+		return 0;
+	if (tb[TCA_OPTIONS]) {
+		r = cake_attr_parse_opts(tb[TCA_OPTIONS], &out->cake);
+		if (r < 0)
+			return r;
+	}
+	if (tb[TCA_STATS2]) {
+		r = cake_attr_parse_stats(tb[TCA_STATS2], &out->stats);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int qdisc_find(struct netlink *nl, int ifindex, uint32_t parent, struct qdisc_info *out)
+{
+	struct root_query q = { .ifindex = ifindex, .parent = parent };
+	struct nl_msg *msg;
+	int r;
+
+	msg = netlink_tc_msg(RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0, 0, 0);
+	if (!msg)
+		return -ENOMEM;
+	r = netlink_talk(nl, nl->rt, msg, parse_qdisc, &q);
+	if (r < 0) {
+		qdisc_info_clear(&q.info);
+		return r;
+	}
+	if (!q.found)
+		return -ENOENT;
+	*out = q.info;
+	return 0;
+}
+
+int netlink_qdisc_root(struct netlink *nl, int ifindex, struct qdisc_info *out)
+{
+	return qdisc_find(nl, ifindex, TC_H_ROOT, out);
+}
+
+int netlink_qdisc_find_parent(struct netlink *nl, int ifindex, uint32_t parent,
+			      struct qdisc_info *out)
+{
+	return qdisc_find(nl, ifindex, parent, out);
+}
+
+static const int mode_flags[] = {
+	[QDISC_ADD] = NLM_F_CREATE | NLM_F_EXCL,
+	[QDISC_CHANGE] = 0,
+	[QDISC_REPLACE] = NLM_F_CREATE | NLM_F_REPLACE,
+};
+
+int netlink_cake_set(struct netlink *nl, int ifindex, uint32_t handle,
+		     const struct cake_opts *opts, enum qdisc_mode mode)
+{
+	struct nl_msg *msg;
+	int r;
+
+	msg = netlink_tc_msg(RTM_NEWQDISC, NLM_F_REQUEST | NLM_F_ACK | mode_flags[mode], ifindex,
+			     mode == QDISC_CHANGE ? handle : 0, TC_H_ROOT, 0);
+	if (!msg)
+		return -ENOMEM;
+	r = nla_put_string(msg, TCA_KIND, "cake");
+	if (r < 0) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	r = cake_attr_put(msg, opts);
+	if (r < 0) {
+		nlmsg_free(msg);
+		return r;
+	}
+	return netlink_talk(nl, nl->rt, msg, NULL, NULL);
+}
+
+int netlink_qdisc_del_root(struct netlink *nl, int ifindex)
+{
+	struct nl_msg *msg;
+	int r;
+
+	msg = netlink_tc_msg(RTM_DELQDISC, NLM_F_REQUEST | NLM_F_ACK, ifindex, 0, TC_H_ROOT, 0);
+	if (!msg)
+		return -ENOMEM;
+	r = netlink_talk(nl, nl->rt, msg, NULL, NULL);
+	/* Only the kernel's default (handle 0) is left: that is what we wanted. */
+	return r == -ENOENT ? 0 : r;
+}
+
+int netlink_qdisc_restore(struct netlink *nl, int ifindex, const char *kind, uint32_t handle,
+			  const void *options, size_t options_len)
+{
+	struct nl_msg *msg;
+	int r;
+
+	/*
+	 * Delete, then add with the saved handle: a replace could collide with
+	 * the handle our own qdisc got in the meantime.
+	 */
+	r = netlink_qdisc_del_root(nl, ifindex);
+	if (r < 0)
+		return r;
+	if (handle == 0)
+		return 0; /* it was the kernel's default, which is back now */
+
+	msg = netlink_tc_msg(RTM_NEWQDISC, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+			     ifindex, handle, TC_H_ROOT, 0);
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_string(msg, TCA_KIND, kind) < 0 ||
+	    (options_len && nla_put(msg, TCA_OPTIONS, (int)options_len, options) < 0)) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	return netlink_talk(nl, nl->rt, msg, NULL, NULL);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What wgshape must remember to undo its work: the root qdisc an interface had
+ * before wgshape first touched it, and the IFB it made. One small key file per
+ * interface in the state directory (default /run/wgshape), written atomically.
+ */
+#ifndef WGSHAPE_STATE_H
+#define WGSHAPE_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct shape_state {
+	int ifindex; /* of the interface when saved: a recreated one is not ours */
+	bool egress; /* our cake is the root qdisc; orig_* say what to put back */
+	char orig_kind[32];
+	uint32_t orig_handle; /* 0: the kernel's default, put back by deleting ours */
+	void *orig_options; /* raw TCA_OPTIONS, owned */
+	size_t orig_options_len;
+	bool ingress; /* our ingress qdisc + redirect + IFB */
+	char ifb[16];
+	char overhead_reason[160]; /* why the overhead is what it is, for show */
+};
+
+/* A kernel interface name: 1..15 bytes, no '/', no white space, not "." or "..". */
+bool ifname_is_valid(const char *name);
+
+void shape_state_clear(struct shape_state *st);
+/* -ENOENT when there is no state for ifname. */
+int state_load(const char *dir, const char *ifname, struct shape_state *out);
+/* Atomic: a reader sees the old file or the new one, never a torn one. */
+int state_save(const char *dir, const char *ifname, const struct shape_state *st);
+/* 0 also when there was nothing to remove. */
+int state_remove(const char *dir, const char *ifname);
+/* Names with saved state, sorted; free with g_strfreev(). Empty when dir is missing. */
+int state_list(const char *dir, char ***names);
+
+#endif
