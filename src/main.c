@@ -1,5 +1,114 @@
-/* SPDX-License-Identifier: GPL-2.0-or-later */
-int main(void)
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * wgshape: cake on WireGuard interfaces. The table below dispatches the
+ * subcommands and prints the usage.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <glib.h>
+
+#include "config.h"
+#include "cli.h"
+#include "log.h"
+#include "state.h"
+
+static int help_main(int argc, char **argv, const struct cli *cli);
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv, const struct cli *cli);
+	const char *summary;
+} commands[] = {
+	{ "set", set_main, "attach or change cake on an interface (egress, ingress via IFB)" },
+	{ "show", show_main, "show shaping as the kernel reports it, with cake's statistics" },
+	{ "clear", clear_main, "remove shaping and put back what was there before" },
+	{ "help", help_main, "show this help, or a command's" },
+};
+
+static void usage(FILE *f)
 {
-	return 0;
+	fputs("Usage: wgshape [-j|--json] [-v] COMMAND [ARGS...]\n"
+	      "Shape WireGuard tunnels with cake, accounting for the tunnel's overhead.\n\n"
+	      "Commands:\n",
+	      f);
+	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nOptions:\n"
+	      "  -j, --json     JSON output (base units: bit/s, bytes, microseconds)\n"
+	      "  -v, --verbose  say more\n"
+	      "  -h, --help     this help; 'wgshape COMMAND --help' for a command's\n"
+	      "  -V, --version  print the version\n"
+	      "\nEnvironment: WGSHAPE_STATE_DIR (default " WGSHAPE_RUNDIR ")\n",
+	      f);
+}
+
+static int help_main(int argc, char **argv, const struct cli *cli)
+{
+	static const struct {
+		const char *name;
+		const char *text;
+	} texts[] = { { "set", set_usage }, { "show", show_usage }, { "clear", clear_usage } };
+
+	if (argc < 2) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(texts); i++)
+		if (!strcmp(argv[1], texts[i].name)) {
+			fputs(texts[i].text, stdout);
+			return EXIT_OK;
+		}
+	log_err("help: no command '%s' (see wgshape help)", argv[1]);
+	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	struct cli cli = { .statedir = WGSHAPE_RUNDIR };
+	const char *env;
+	int c;
+
+	/* Stop at the command: its own words (and -h) are its business. */
+	while ((c = getopt_long(argc, argv, "+jvhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			cli.json = true;
+			break;
+		case 'v':
+			cli.verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			puts("wgshape " WGSHAPE_VERSION);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (cli.verbose)
+		log_set_level(LOG_LVL_DEBUG);
+	env = getenv("WGSHAPE_STATE_DIR");
+	if (env && *env)
+		cli.statedir = env;
+	if (optind >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+		if (!strcmp(argv[optind], commands[i].name))
+			return commands[i].fn(argc - optind, argv + optind, &cli);
+	log_err("'%s' is not a command (see wgshape help)", argv[optind]);
+	return EXIT_USAGE;
 }

@@ -20,7 +20,7 @@ struct shape_state {
 	size_t orig_options_len;
 	bool ingress; /* our ingress qdisc + redirect + IFB */
 	char ifb[16];
-	char overhead_reason[160]; /* why the overhead is what it is, for show */
+	char overhead_reason[192]; /* why the overhead is what it is, for show */
 };
 
 /* A kernel interface name: 1..15 bytes, no '/', no white space, not "." or "..". */

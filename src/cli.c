@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Small helpers the subcommands share.
+ */
+#include <string.h>
+#include <glib.h>
+
+#include "cli.h"
+#include "log.h"
+#include "state.h"
+
+bool cli_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
+bool ifname_ok_or_say(const char *name)
+{
+	g_autofree char *shown = NULL;
+
+	if (ifname_is_valid(name))
+		return true;
+	shown = g_strescape(name, NULL);
+	if (strlen(name) >= 16)
+		log_err("'%s': interface name too long (%zu characters; the kernel allows 15)",
+			shown, strlen(name));
+	else
+		log_err("'%s': not a valid interface name (1 to 15 characters, no '/', ':' or "
+			"spaces)", shown);
+	return false;
+}

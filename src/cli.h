@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The subcommands. Each has one <cmd>_main() that returns the process's exit
+ * code: 0 success, 1 runtime failure, 2 usage error.
+ */
+#ifndef WGSHAPE_CLI_H
+#define WGSHAPE_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "shape.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct cli {
+	bool json;
+	int verbose;
+	const char *statedir;
+};
+
+int set_main(int argc, char **argv, const struct cli *cli);
+int show_main(int argc, char **argv, const struct cli *cli);
+int clear_main(int argc, char **argv, const struct cli *cli);
+
+/*
+ * Parse `set`'s words after IFACE into req. Pure: on error writes one line
+ * naming the word and the value into err and returns -EINVAL.
+ */
+int set_args_parse(int argc, char **argv, struct shape_request *req, char *err, size_t errlen);
+
+extern const char set_usage[], show_usage[], clear_usage[];
+
+/* Say why name is no interface name, on one line. */
+bool ifname_ok_or_say(const char *name);
+
+/* "help" or "-h"/"--help" among argv: print usage and say so. */
+bool cli_wants_help(int argc, char **argv);
+
+#endif

@@ -1,1 +1,0 @@
-/* SPDX-License-Identifier: GPL-2.0-or-later */
