@@ -73,7 +73,8 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	struct cli cli = { .statedir = WGSHAPE_RUNDIR };
+	struct cli cli = { 0 };
+	g_autofree char *statedir = NULL;
 	const char *env;
 	int c;
 
@@ -100,8 +101,8 @@ int main(int argc, char **argv)
 	if (cli.verbose)
 		log_set_level(LOG_LVL_DEBUG);
 	env = getenv("WGSHAPE_STATE_DIR");
-	if (env && *env)
-		cli.statedir = env;
+	statedir = state_dir_for_netns(env && *env ? env : WGSHAPE_RUNDIR);
+	cli.statedir = statedir;
 	if (optind >= argc) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 
@@ -18,6 +19,16 @@ bool ifname_is_valid(const char *name)
 		if (*p == '/' || *p == ':' || g_ascii_isspace(*p))
 			return false;
 	return true;
+}
+
+char *state_dir_for_netns(const char *base)
+{
+	struct stat self, init;
+
+	if (stat("/proc/self/ns/net", &self) < 0 || stat("/proc/1/ns/net", &init) < 0 ||
+	    (self.st_ino == init.st_ino && self.st_dev == init.st_dev))
+		return g_strdup(base);
+	return g_strdup_printf("%s/netns-%llu", base, (unsigned long long)self.st_ino);
 }
 
 void shape_state_clear(struct shape_state *st)

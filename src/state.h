@@ -23,6 +23,12 @@ struct shape_state {
 	char overhead_reason[192]; /* why the overhead is what it is, for show */
 };
 
+/*
+ * Interface names are per network namespace, so is our state: in a namespace
+ * other than PID 1's, base/netns-<inode>. Free with g_free().
+ */
+char *state_dir_for_netns(const char *base);
+
 /* A kernel interface name: 1..15 bytes, no '/', no white space, not "." or "..". */
 bool ifname_is_valid(const char *name);
 
