@@ -5,6 +5,7 @@
  * then the state file; any failure undoes the steps before it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,34 @@ static struct cake_opts opts_prev(const struct cake_opts *now, const struct cake
 	return prev;
 }
 
+/* Does the kernel's cake (have) already carry every option of want? */
+static bool opts_hold(const struct cake_opts *have, const struct cake_opts *want)
+{
+	static const struct {
+		uint32_t bit;
+		size_t off, len;
+	} fields[] = {
+#define F(bit, m) { bit, offsetof(struct cake_opts, m), sizeof(((struct cake_opts *)0)->m) }
+		F(CAKE_HAS_RATE, rate),		F(CAKE_HAS_OVERHEAD, overhead),
+		F(CAKE_HAS_MPU, mpu),		F(CAKE_HAS_RTT, rtt),
+		F(CAKE_HAS_DIFFSERV, diffserv), F(CAKE_HAS_NAT, nat),
+		F(CAKE_HAS_WASH, wash),		F(CAKE_HAS_ACK_FILTER, ack_filter),
+		F(CAKE_HAS_MEMLIMIT, memlimit), F(CAKE_HAS_INGRESS, ingress),
+#undef F
+	};
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (!(want->has & fields[i].bit))
+			continue;
+		if (!(have->has & fields[i].bit) ||
+		    memcmp((const char *)have + fields[i].off, (const char *)want + fields[i].off,
+			   fields[i].len) != 0)
+			return false;
+	}
+	/* An overhead given means cake is not in raw mode. */
+	return !((want->has & CAKE_HAS_OVERHEAD) && have->raw);
+}
+
 static void undo_run(struct netlink *nl, const struct undo *u, const struct shape_state *st,
 		     int link_ifindex)
 {
@@ -123,7 +152,14 @@ static int cake_root_set(struct netlink *nl, const char *ifname, const char *dev
 	if (r < 0 && r != -ENOENT)
 		return fail(nl, ifname, OP_CAKE, r, "read root qdisc");
 
+	if (ours && r == 0 && !strcmp(root.kind, "cake") && opts_hold(&root.cake, o)) {
+		/* Already so: touch nothing, so that applying twice changes nothing. */
+		log_debug("%s: cake on %s already as asked", ifname, dev);
+		qdisc_info_clear(&root);
+		return 0;
+	}
 	if (ours && r == 0 && !strcmp(root.kind, "cake")) {
+		log_debug("%s: change cake on %s in place (handle %x:)", ifname, dev, root.handle >> 16);
 		snprintf(what, sizeof(what), "change cake on %s", dev);
 		u->prev = opts_prev(&root.cake, o);
 		u->handle = root.handle;
