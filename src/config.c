@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "config.h"
+#include "state.h"
+
+#define IFACE_PREFIX "interface "
+
+static void conf_iface_free(gpointer p)
+{
+	struct conf_iface *c = p;
+
+	g_free(c->name);
+	g_free(c->where);
+	g_ptr_array_unref(c->words);
+	g_free(c);
+}
+
+struct config *config_new(void)
+{
+	struct config *cfg = g_new0(struct config, 1);
+
+	cfg->ifaces = g_ptr_array_new_with_free_func(conf_iface_free);
+	cfg->warnings = g_ptr_array_new_with_free_func(g_free);
+	cfg->files = g_ptr_array_new_with_free_func(g_free);
+	cfg->enforce = true;
+	return cfg;
+}
+
+void config_free(struct config *cfg)
+{
+	if (!cfg)
+		return;
+	g_ptr_array_unref(cfg->ifaces);
+	g_ptr_array_unref(cfg->warnings);
+	g_ptr_array_unref(cfg->files);
+	g_free(cfg);
+}
+
+static void warn(struct config *cfg, const char *file, unsigned int line, const char *fmt, ...)
+	G_GNUC_PRINTF(4, 5);
+
+static void warn(struct config *cfg, const char *file, unsigned int line, const char *fmt, ...)
+{
+	g_autofree char *msg = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_ptr_array_add(cfg->warnings, line ? g_strdup_printf("%s:%u: %s", file, line, msg)
+					    : g_strdup_printf("%s: %s", file, msg));
+}
+
+/*
+ * GKeyFile keeps no line numbers: find them in the text. Returns the line of
+ * the last "key =" in group, or of the group header when key is NULL; 0 if
+ * not found.
+ */
+static unsigned int line_of(const char *data, size_t len, const char *group, const char *key)
+{
+	g_autofree char *text = g_strndup(data, len);
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	unsigned int found = 0;
+	bool in_group = false;
+
+	for (unsigned int i = 0; lines[i]; i++) {
+		g_autofree char *l = g_strstrip(g_strdup(lines[i]));
+		size_t n = strlen(l);
+
+		if (l[0] == '[' && n >= 2 && l[n - 1] == ']') {
+			in_group = n - 2 == strlen(group) && !strncmp(l + 1, group, n - 2);
+			if (in_group && !key)
+				return i + 1;
+			continue;
+		}
+		if (!in_group || !key || l[0] == '#' || l[0] == ';')
+			continue;
+		if (!strncmp(l, key, strlen(key))) {
+			const char *p = l + strlen(key);
+
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (*p == '=')
+				found = i + 1;
+		}
+	}
+	return found;
+}
+
+/* yes/no as GKeyFile's booleans and systemd's: yes, no, true, false, on, off, 1, 0. */
+static int parse_bool(const char *v, bool *out)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+
+	for (size_t i = 0; i < G_N_ELEMENTS(yes); i++) {
+		if (!g_ascii_strcasecmp(v, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!g_ascii_strcasecmp(v, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+enum key_kind {
+	KEY_WORD_VALUE, /* "key value" as set's words */
+	KEY_VALUE_IS_WORD, /* the value alone is set's word (diffserv = diffserv4) */
+	KEY_BOOL_WORDS, /* yes/no -> one of two words */
+	KEY_ACK, /* no/yes/aggressive */
+	KEY_ENFORCE,
+};
+
+static const struct {
+	const char *key;
+	enum key_kind kind;
+	const char *yes, *no; /* KEY_BOOL_WORDS */
+} iface_keys[] = {
+	{ "egress", KEY_WORD_VALUE },
+	{ "ingress", KEY_WORD_VALUE },
+	{ "overhead", KEY_WORD_VALUE },
+	{ "link-overhead", KEY_WORD_VALUE },
+	{ "mpu", KEY_WORD_VALUE },
+	{ "rtt", KEY_WORD_VALUE },
+	{ "memlimit", KEY_WORD_VALUE },
+	{ "diffserv", KEY_VALUE_IS_WORD },
+	{ "nat", KEY_BOOL_WORDS, "nat", "nonat" },
+	{ "wash", KEY_BOOL_WORDS, "wash", "nowash" },
+	{ "ack-filter", KEY_ACK },
+	{ "enforce", KEY_ENFORCE },
+};
+
+static const char *const diffserv_words[] = { "besteffort", "diffserv3", "diffserv4", "diffserv8",
+					      "precedence" };
+
+/* Turn key = value into set's words; NULL words with *err set when bad. */
+static int key_words(size_t k, const char *v, const char *words[2], int *n, char *err,
+		     size_t errlen)
+{
+	bool b;
+
+	*n = 0;
+	switch (iface_keys[k].kind) {
+	case KEY_WORD_VALUE:
+		words[0] = iface_keys[k].key;
+		words[1] = v;
+		*n = 2;
+		break;
+	case KEY_VALUE_IS_WORD:
+		for (size_t i = 0; i < G_N_ELEMENTS(diffserv_words); i++)
+			if (!strcmp(v, diffserv_words[i]))
+				words[(*n)++] = diffserv_words[i];
+		if (!*n) {
+			snprintf(err, errlen, "not one of besteffort, diffserv3, diffserv4, "
+					      "diffserv8, precedence");
+			return -EINVAL;
+		}
+		break;
+	case KEY_BOOL_WORDS:
+		if (parse_bool(v, &b) < 0) {
+			snprintf(err, errlen, "not yes or no");
+			return -EINVAL;
+		}
+		words[(*n)++] = b ? iface_keys[k].yes : iface_keys[k].no;
+		break;
+	case KEY_ACK:
+		if (!strcmp(v, "aggressive"))
+			words[(*n)++] = "ack-filter-aggressive";
+		else if (parse_bool(v, &b) == 0)
+			words[(*n)++] = b ? "ack-filter" : "no-ack-filter";
+		else {
+			snprintf(err, errlen, "not yes, no or aggressive");
+			return -EINVAL;
+		}
+		break;
+	case KEY_ENFORCE:
+		break;
+	}
+	return 0;
+}
+
+static struct conf_iface *iface_get(struct config *cfg, const char *name, const char *where)
+{
+	struct conf_iface *c;
+
+	for (guint i = 0; i < cfg->ifaces->len; i++) {
+		c = cfg->ifaces->pdata[i];
+		if (!strcmp(c->name, name))
+			return c;
+	}
+	c = g_new0(struct conf_iface, 1);
+	c->name = g_strdup(name);
+	c->glob = strpbrk(name, "*?") != NULL;
+	c->where = g_strdup(where);
+	c->words = g_ptr_array_new_with_free_func(g_free);
+	c->enforce = -1;
+	g_ptr_array_add(cfg->ifaces, c);
+	return c;
+}
+
+static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file,
+			      const char *data, size_t len, const char *group)
+{
+	const char *name = group + strlen(IFACE_PREFIX);
+	g_autofree char *where = g_strdup_printf("%s:%u", file, line_of(data, len, group, NULL));
+	g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
+	struct conf_iface *c;
+	char err[256];
+
+	if (!ifname_is_valid(name) && !strpbrk(name, "*?")) {
+		warn(cfg, file, line_of(data, len, group, NULL),
+		     "[%s]: '%s' is not an interface name or glob; section skipped", group, name);
+		return;
+	}
+	c = iface_get(cfg, name, where);
+	for (size_t i = 0; keys && keys[i]; i++) {
+		unsigned int line = line_of(data, len, group, keys[i]);
+		g_autofree char *v = g_key_file_get_string(kf, group, keys[i], NULL);
+		const char *words[2];
+		struct shape_request probe;
+		size_t k;
+		int n;
+
+		for (k = 0; k < G_N_ELEMENTS(iface_keys); k++)
+			if (!strcmp(keys[i], iface_keys[k].key))
+				break;
+		if (k == G_N_ELEMENTS(iface_keys)) {
+			warn(cfg, file, line, "unknown key '%s' in [%s]; skipped", keys[i], group);
+			continue;
+		}
+		if (!v) {
+			warn(cfg, file, line, "%s: unreadable value; skipped", keys[i]);
+			continue;
+		}
+		if (iface_keys[k].kind == KEY_ENFORCE) {
+			bool b;
+
+			if (parse_bool(v, &b) < 0)
+				warn(cfg, file, line, "enforce = '%s': not yes or no; skipped", v);
+			else
+				c->enforce = b;
+			continue;
+		}
+		if (key_words(k, v, words, &n, err, sizeof(err)) < 0 ||
+		    set_args_parse(n, (char **)words, &probe, err, sizeof(err)) < 0) {
+			warn(cfg, file, line, "%s = '%s': %s; skipped", keys[i], v, err);
+			continue;
+		}
+		for (int w = 0; w < n; w++)
+			g_ptr_array_add(c->words, g_strdup(words[w]));
+	}
+}
+
+static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *file,
+			       const char *data, size_t len, const char *group)
+{
+	g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
+
+	for (size_t i = 0; keys && keys[i]; i++) {
+		unsigned int line = line_of(data, len, group, keys[i]);
+		g_autofree char *v = g_key_file_get_string(kf, group, keys[i], NULL);
+		bool *dst = NULL, b;
+
+		if (!strcmp(keys[i], "enforce"))
+			dst = &cfg->enforce;
+		else if (!strcmp(keys[i], "clear-on-exit"))
+			dst = &cfg->clear_on_exit;
+		if (!dst) {
+			warn(cfg, file, line, "unknown key '%s' in [daemon]; skipped", keys[i]);
+			continue;
+		}
+		if (!v || parse_bool(v, &b) < 0) {
+			warn(cfg, file, line, "%s = '%s': not yes or no; skipped", keys[i],
+			     v ? v : "");
+			continue;
+		}
+		*dst = b;
+	}
+}
+
+/* After all files: each section's words, parsed as one `set` line. */
+static void finish_sections(struct config *cfg)
+{
+	for (guint i = 0; i < cfg->ifaces->len; i++) {
+		struct conf_iface *c = cfg->ifaces->pdata[i];
+		char err[256];
+
+		if (set_args_parse((int)c->words->len, (char **)c->words->pdata, &c->req, err,
+				   sizeof(err)) < 0) {
+			g_ptr_array_add(cfg->warnings,
+					g_strdup_printf("%s: [interface %s]: %s; section skipped",
+							c->where, c->name, err));
+			g_ptr_array_remove_index(cfg->ifaces, i--);
+		}
+	}
+}
+
+int config_parse_data(struct config *cfg, const char *file, const char *data, size_t len)
+{
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	g_autoptr(GError) err = NULL;
+	g_auto(GStrv) groups = NULL;
+
+	if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &err)) {
+		warn(cfg, file, 0, "not an INI file (%s); file skipped", err->message);
+		return -EBADMSG;
+	}
+	g_ptr_array_add(cfg->files, g_strdup(file));
+	groups = g_key_file_get_groups(kf, NULL);
+	for (size_t i = 0; groups[i]; i++) {
+		if (g_str_has_prefix(groups[i], IFACE_PREFIX))
+			parse_iface_group(cfg, kf, file, data, len, groups[i]);
+		else if (!strcmp(groups[i], "daemon"))
+			parse_daemon_group(cfg, kf, file, data, len, groups[i]);
+		else
+			warn(cfg, file, line_of(data, len, groups[i], NULL),
+			     "unknown section [%s]; skipped (sections: [interface NAME], [daemon])",
+			     groups[i]);
+	}
+	return 0;
+}
+
+bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode)
+{
+	if (mode & S_IWOTH)
+		return false;
+	if ((mode & S_IWGRP) && gid != 0)
+		return false;
+	if ((mode & S_IWUSR) && uid != 0)
+		return false;
+	return true;
+}
+
+static int check_safe(const char *path, bool is_dir, char **why)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (is_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+		*why = g_strdup_printf("%s: not a %s", path, is_dir ? "folder" : "regular file");
+		return -EINVAL;
+	}
+	if (!config_mode_safe(st.st_uid, st.st_gid, st.st_mode)) {
+		*why = g_strdup_printf("%s: writable by someone other than root (owner %u, group "
+				       "%u, mode %04o); refusing to take orders from it",
+				       path, (unsigned int)st.st_uid, (unsigned int)st.st_gid,
+				       (unsigned int)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+static int load_file(struct config *cfg, const char *path, char **why)
+{
+	g_autoptr(GError) err = NULL;
+	g_autofree char *data = NULL;
+	gsize len;
+	int r;
+
+	r = check_safe(path, false, why);
+	if (r < 0)
+		return r;
+	if (!g_file_get_contents(path, &data, &len, &err)) {
+		*why = g_strdup_printf("%s: %s", path, err->message);
+		return -EIO;
+	}
+	config_parse_data(cfg, path, data, len);
+	return 0;
+}
+
+int config_load(const char *path, bool must_exist, struct config **out, char **why)
+{
+	g_autoptr(config_t) cfg = config_new();
+	g_autofree char *dir = g_path_get_dirname(path);
+	g_autofree char *confd = g_build_filename(dir, "conf.d", NULL);
+	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GDir) d = NULL;
+	const char *name;
+	int r;
+
+	*why = NULL;
+	r = check_safe(dir, true, why);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	r = load_file(cfg, path, why);
+	if (r == -ENOENT) {
+		if (must_exist) {
+			*why = g_strdup_printf("%s: no such file", path);
+			return r;
+		}
+		g_ptr_array_add(cfg->warnings, g_strdup_printf("%s: no such file", path));
+	} else if (r < 0) {
+		return r;
+	}
+
+	d = g_dir_open(confd, 0, NULL);
+	if (d) {
+		r = check_safe(confd, true, why);
+		if (r < 0)
+			return r;
+		while ((name = g_dir_read_name(d)))
+			if (g_str_has_suffix(name, ".conf"))
+				g_ptr_array_add(names, g_build_filename(confd, name, NULL));
+		g_ptr_array_sort(names, (GCompareFunc)g_strcmp0);
+	}
+	for (guint i = 0; i < names->len; i++) {
+		r = load_file(cfg, names->pdata[i], why);
+		if (r < 0)
+			return r;
+	}
+	finish_sections(cfg);
+	*out = g_steal_pointer(&cfg);
+	return 0;
+}
+
+const struct conf_iface *config_match(const struct config *cfg, const char *ifname)
+{
+	const struct conf_iface *glob = NULL;
+
+	for (guint i = 0; i < cfg->ifaces->len; i++) {
+		const struct conf_iface *c = cfg->ifaces->pdata[i];
+
+		if (!c->glob && !strcmp(c->name, ifname))
+			return c;
+		if (c->glob && !glob && g_pattern_match_simple(c->name, ifname))
+			glob = c;
+	}
+	return glob;
+}
