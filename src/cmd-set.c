@@ -125,7 +125,9 @@ int set_args_parse(int argc, char **argv, struct shape_request *req, char *err, 
 			ret = 0;
 			if (!strcmp(v, "auto")) {
 				o->has &= ~CAKE_HAS_OVERHEAD;
+				r.overhead_auto = true;
 			} else if (parse_int_range(v, CAKE_OVERHEAD_MIN, CAKE_OVERHEAD_MAX, &n) == 0) {
+				r.overhead_auto = false;
 				o->overhead = (int32_t)n;
 				o->has |= CAKE_HAS_OVERHEAD;
 			} else {
@@ -137,6 +139,7 @@ int set_args_parse(int argc, char **argv, struct shape_request *req, char *err, 
 				return bad(err, errlen, "link-overhead: '%s' is not a whole number of "
 					   "bytes from -64 to 256", v ? v : "");
 			r.link_overhead = (int)n;
+			r.overhead_auto = true;
 			link_overhead_given = true;
 			ret = 0;
 		} else if (!strcmp(w, "mpu")) {
@@ -169,6 +172,10 @@ int set_args_parse(int argc, char **argv, struct shape_request *req, char *err, 
 	if (link_overhead_given && (o->has & CAKE_HAS_OVERHEAD))
 		return bad(err, errlen, "link-overhead only adds to overhead auto; with overhead "
 			   "%d give the whole overhead there", o->overhead);
+	if ((o->has || link_overhead_given) && r.egress != DIR_SET && r.ingress != DIR_SET &&
+	    (r.egress == DIR_OFF || r.ingress == DIR_OFF))
+		return bad(err, errlen, "options apply to a direction being set, and off sets none "
+			   "(give egress RATE or ingress RATE, or leave both out)");
 	*req = r;
 	return 0;
 }
@@ -184,7 +191,7 @@ int set_main(int argc, char **argv, const struct cli *cli)
 		fputs(set_usage, stdout);
 		return EXIT_OK;
 	}
-	if (argc < 2) {
+	if (argc < 3) {
 		fputs(set_usage, stderr);
 		return EXIT_USAGE;
 	}

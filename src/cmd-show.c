@@ -4,6 +4,7 @@
  * netlink, in the manner of `tc -s qdisc show` or, with -j, as JSON in base
  * units (bit/s, bytes, microseconds).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,12 @@ const char show_usage[] =
 	"Show each interface wgshape shapes (or IFACE): egress and ingress cake settings\n"
 	"and statistics as the kernel reports them, and why the overhead is what it is.\n";
 
+/* A value a newer kernel may report that this build has no name for. */
+static const char *name_or(const char *name)
+{
+	return name ? name : "unknown";
+}
+
 static void handle_str(char *buf, size_t len, uint32_t handle)
 {
 	snprintf(buf, len, "%x:", handle >> 16);
@@ -37,10 +44,10 @@ static void print_opts(const struct cake_opts *o)
 		printf(" unlimited");
 	}
 	if (o->has & CAKE_HAS_DIFFSERV)
-		printf(" %s", cake_diffserv_name(o->diffserv));
+		printf(" %s", name_or(cake_diffserv_name(o->diffserv)));
 	printf(" %s %s", o->nat ? "nat" : "nonat", o->wash ? "wash" : "nowash");
 	if (o->has & CAKE_HAS_ACK_FILTER)
-		printf(" %s", cake_ack_name(o->ack_filter));
+		printf(" %s", name_or(cake_ack_name(o->ack_filter)));
 	if (o->ingress)
 		printf(" ingress");
 	if (o->has & CAKE_HAS_RTT) {
@@ -70,7 +77,7 @@ static void print_tins(const struct cake_opts *o, const struct cake_stats *s)
 	for (t = 0; t < s->tin_count; t++) {
 		const char *name = cake_tin_name(o->diffserv, t);
 
-		printf("%13s", name ? name : "?");
+		printf("%13s", name_or(name));
 	}
 #define ROW(label, expr)                                           \
 	do {                                                      \
@@ -163,11 +170,11 @@ static void json_opts(JsonBuilder *j, const struct cake_opts *o)
 	json_builder_begin_object(j);
 	json_u64(j, "bandwidth", o->rate * 8);
 	if (o->has & CAKE_HAS_DIFFSERV)
-		json_str(j, "diffserv", cake_diffserv_name(o->diffserv));
+		json_str(j, "diffserv", name_or(cake_diffserv_name(o->diffserv)));
 	json_bool(j, "nat", o->nat);
 	json_bool(j, "wash", o->wash);
 	if (o->has & CAKE_HAS_ACK_FILTER)
-		json_str(j, "ack_filter", cake_ack_name(o->ack_filter));
+		json_str(j, "ack_filter", name_or(cake_ack_name(o->ack_filter)));
 	json_bool(j, "ingress", o->ingress);
 	json_u64(j, "rtt", o->rtt);
 	json_bool(j, "raw", o->raw);
@@ -205,7 +212,7 @@ static void json_stats(JsonBuilder *j, const struct cake_opts *o, const struct c
 			const char *name = cake_tin_name(o->diffserv, t);
 
 			json_builder_begin_object(j);
-			json_str(j, "name", name ? name : "");
+			json_str(j, "name", name_or(name));
 			json_u64(j, "threshold_rate", tin->threshold_rate * 8);
 			json_u64(j, "sent_bytes", tin->sent_bytes);
 			json_u64(j, "sent_packets", tin->sent_packets);
@@ -248,6 +255,7 @@ static void json_view(JsonBuilder *j, const struct shape_view *v)
 {
 	json_builder_begin_object(j);
 	json_str(j, "ifname", v->link.name);
+	json_bool(j, "present", true);
 	json_str(j, "link_kind", v->link.kind);
 	json_str(j, "root_qdisc", v->egress.qdisc.kind);
 	if (v->overhead_reason[0])
@@ -293,6 +301,21 @@ int show_main(int argc, char **argv, const struct cli *cli)
 		struct shape_view v;
 
 		r = shape_view(nl, cli->statedir, *n, &v);
+		if (r == -ENODEV && argc == 2)
+			log_err("%s: no such interface", *n);
+		if (r == -ENODEV && argc < 2) {
+			/* Shaped once, gone since: say so, it is not a failure. */
+			if (cli->json) {
+				json_builder_begin_object(j);
+				json_str(j, "ifname", *n);
+				json_bool(j, "present", false);
+				json_builder_end_object(j);
+			} else {
+				printf("%s: not present (gone since it was shaped; 'wgshape clear %s' "
+				       "forgets it)\n", *n, *n);
+			}
+			continue;
+		}
 		if (r < 0) {
 			status = EXIT_FAIL;
 			continue;

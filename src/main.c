@@ -9,7 +9,7 @@
 #include <string.h>
 #include <glib.h>
 
-#include "config.h"
+#include "build-config.h"
 #include "cli.h"
 #include "log.h"
 #include "state.h"
@@ -51,7 +51,7 @@ static int help_main(int argc, char **argv, const struct cli *cli)
 		const char *text;
 	} texts[] = { { "set", set_usage }, { "show", show_usage }, { "clear", clear_usage } };
 
-	if (argc < 2) {
+	if (argc < 2 || cli_wants_help(argc, argv)) {
 		usage(stdout);
 		return EXIT_OK;
 	}
@@ -107,9 +107,20 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	/* -j after the command too: `wgshape show -j` is what people type. */
+	argc -= optind;
+	argv += optind;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-j") != 0 && strcmp(argv[i], "--json") != 0)
+			continue;
+		cli.json = true;
+		memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(*argv));
+		argc--;
+		i--;
+	}
 	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
-		if (!strcmp(argv[optind], commands[i].name))
-			return commands[i].fn(argc - optind, argv + optind, &cli);
-	log_err("'%s' is not a command (see wgshape help)", argv[optind]);
+		if (!strcmp(argv[0], commands[i].name))
+			return commands[i].fn(argc, argv, &cli);
+	log_err("'%s' is not a command (see wgshape help)", argv[0]);
 	return EXIT_USAGE;
 }

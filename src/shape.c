@@ -15,6 +15,8 @@
 #include "shape.h"
 #include "state.h"
 
+#define OVERHEAD_BY_HAND "set by hand"
+
 enum op {
 	OP_LINK,
 	OP_CAKE,
@@ -469,7 +471,12 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 			goto out;
 		}
 	}
-	if ((eg == DIR_SET || in == DIR_SET) && !(o.has & CAKE_HAS_OVERHEAD)) {
+	if ((eg == DIR_SET || in == DIR_SET) && !(o.has & CAKE_HAS_OVERHEAD) &&
+	    !req->overhead_auto && (st.egress || st.ingress) &&
+	    !strcmp(st.overhead_reason, OVERHEAD_BY_HAND)) {
+		/* A hand-set overhead stays until overhead auto or another is given. */
+		log_debug("%s: keeping the overhead set by hand", ifname);
+	} else if ((eg == DIR_SET || in == DIR_SET) && !(o.has & CAKE_HAS_OVERHEAD)) {
 		struct overhead_choice c;
 
 		r = overhead_auto(nl, ifname, &link, req->link_overhead, &c);
@@ -480,7 +487,7 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 		warn = c.warn;
 		snprintf(st.overhead_reason, sizeof(st.overhead_reason), "auto: %s", c.reason);
 	} else if (o.has & CAKE_HAS_OVERHEAD) {
-		snprintf(st.overhead_reason, sizeof(st.overhead_reason), "set by hand");
+		snprintf(st.overhead_reason, sizeof(st.overhead_reason), OVERHEAD_BY_HAND);
 	}
 
 	if (in == DIR_SET) {
@@ -531,6 +538,35 @@ out:
 	return r;
 }
 
+/*
+ * The interface is gone (wg-quick down, a deleted link): its qdiscs went with
+ * it, but our IFB and state file did not.
+ */
+static int forget_gone(struct netlink *nl, const char *statedir, const char *ifname)
+{
+	struct shape_state st = { 0 };
+	struct link_info ifbl;
+	int r;
+
+	if (!ifname_is_valid(ifname) || state_load(statedir, ifname, &st) < 0)
+		return link_for(nl, ifname, &(struct link_info){ 0 });
+	if (st.ingress && netlink_link_get(nl, st.ifb, &ifbl) == 0 && !strcmp(ifbl.kind, "ifb")) {
+		r = netlink_link_del(nl, ifbl.ifindex);
+		if (r < 0 && r != -ENODEV) {
+			shape_state_clear(&st);
+			return fail(nl, ifname, OP_IFB, r, "delete IFB");
+		}
+	}
+	shape_state_clear(&st);
+	r = state_remove(statedir, ifname);
+	if (r < 0) {
+		log_err("%s: remove state in %s: %s", ifname, statedir, strerror(-r));
+		return r;
+	}
+	log_info("%s: interface is gone; removed what wgshape kept for it", ifname);
+	return 0;
+}
+
 int shape_clear(struct netlink *nl, const char *statedir, const char *ifname)
 {
 	struct shape_state st = { 0 };
@@ -538,6 +574,8 @@ int shape_clear(struct netlink *nl, const char *statedir, const char *ifname)
 	char stale_ifb[IFNAME_SIZE];
 	int r;
 
+	if (!ifname_is_valid(ifname) || netlink_link_get(nl, ifname, &link) == -ENODEV)
+		return forget_gone(nl, statedir, ifname);
 	r = link_for(nl, ifname, &link);
 	if (r < 0)
 		return r;
@@ -573,9 +611,13 @@ int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
 	bool present;
 	int redirect, r;
 
-	r = link_for(nl, ifname, &v.link);
+	if (!ifname_is_valid(ifname))
+		return link_for(nl, ifname, &v.link);
+	r = netlink_link_get(nl, ifname, &v.link);
+	if (r == -ENODEV)
+		return r; /* the caller knows whether that is an error */
 	if (r < 0)
-		return r;
+		return fail(nl, ifname, OP_LINK, r, "read interface");
 	r = state_for(statedir, ifname, &v.link, &st, stale_ifb);
 	if (r < 0)
 		return r;

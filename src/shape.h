@@ -29,6 +29,8 @@ struct shape_request {
 	struct cake_opts opts;
 	/* overhead not in opts: "auto", from the tunnel's endpoints + link_overhead */
 	int link_overhead;
+	/* "overhead auto" or link-overhead was said: a hand-set overhead gives way */
+	bool overhead_auto;
 };
 
 /* The IFB wgshape uses for ifname's download: "ifb4" + ifname, cut to 15. */
@@ -36,7 +38,10 @@ void shape_ifb_name(const char *ifname, char out[IFNAME_SIZE]);
 
 int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	      const struct shape_request *req);
-/* Remove both directions and put back what was there. Idempotent. */
+/*
+ * Remove both directions and put back what was there. Idempotent. For an
+ * interface that is gone, removes its IFB and state.
+ */
 int shape_clear(struct netlink *nl, const char *statedir, const char *ifname);
 
 struct shape_dir_view {
@@ -54,7 +59,10 @@ struct shape_view {
 	struct shape_dir_view egress, ingress;
 };
 
-/* Read everything back from the kernel (nothing is taken from memory but the reasons). */
+/*
+ * Read everything back from the kernel (nothing is taken from memory but the
+ * reasons). -ENODEV, without a message, when ifname does not exist.
+ */
 int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
 	       struct shape_view *out);
 void shape_view_clear(struct shape_view *v);

@@ -58,6 +58,18 @@ static void test_accept(void)
 	g_assert_false(r.opts.nat);
 	g_assert_cmpuint(r.opts.diffserv, ==, CAKE_DS_BESTEFFORT);
 
+	g_assert_true(r.overhead_auto);
+	parse_ok("egress 10mbit link-overhead 14", &r);
+	g_assert_true(r.overhead_auto);
+	parse_ok("egress 10mbit overhead auto overhead 40", &r);
+	g_assert_false(r.overhead_auto);
+	parse_ok("egress 10mbit", &r);
+	g_assert_false(r.overhead_auto);
+	/* off alone, and off with a direction set and options */
+	parse_ok("egress off", &r);
+	parse_ok("egress off ingress 5mbit besteffort", &r);
+	g_assert_cmpint(r.ingress, ==, DIR_SET);
+
 	/* options alone are fine: they apply to what is shaped */
 	parse_ok("rtt 20ms", &r);
 	g_assert_cmpint(r.egress, ==, DIR_KEEP);
@@ -87,6 +99,8 @@ static void test_reject(void)
 		{ "egress 1mbit memlimit lots", "memlimit: 'lots'" },
 		{ "egress 1mbit diffserv5", "'diffserv5' is not an option" },
 		{ "bandwidth 1mbit", "'bandwidth' is not an option" },
+		{ "egress off diffserv4", "off sets none" },
+		{ "ingress off link-overhead 14", "off sets none" },
 	};
 
 	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
