@@ -142,6 +142,8 @@ static void print_text(const struct shape_view *v)
 	print_dir(v, "ingress", &v->ingress);
 	if ((v->egress.shaped || v->ingress.shaped) && v->overhead_reason[0])
 		printf(" overhead: %s\n", v->overhead_reason);
+	if (v->source[0] && (v->egress.shaped || v->ingress.shaped))
+		printf(" set by: %s\n", v->source);
 	if (v->orig_kind[0])
 		printf(" clear puts back: %s\n", v->orig_kind);
 }
@@ -262,6 +264,8 @@ static void json_view(JsonBuilder *j, const struct shape_view *v)
 		json_str(j, "overhead_reason", v->overhead_reason);
 	if (v->orig_kind[0])
 		json_str(j, "restores", v->orig_kind);
+	if (v->source[0])
+		json_str(j, "source", v->source);
 	json_dir(j, "egress", &v->egress);
 	json_dir(j, "ingress", &v->ingress);
 	json_builder_end_object(j);

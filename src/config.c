@@ -78,7 +78,8 @@ static unsigned int line_of(const char *data, size_t len, const char *group, con
 				return i + 1;
 			continue;
 		}
-		if (!in_group || !key || l[0] == '#' || l[0] == ';')
+		/* GKeyFile's only comment is '#': "; x = 1" is a key named "; x" */
+		if (!in_group || !key || l[0] == '#')
 			continue;
 		if (!strncmp(l, key, strlen(key))) {
 			const char *p = l + strlen(key);
@@ -109,6 +110,26 @@ static int parse_bool(const char *v, bool *out)
 		}
 	}
 	return -EINVAL;
+}
+
+/*
+ * GKeyFile lists a key once per time it is written in one group (with the
+ * last value each time): look at each key once.
+ */
+static bool seen_before(char **keys, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(keys[j], keys[i]))
+			return true;
+	return false;
+}
+
+/* GKeyFile keeps trailing blanks in a value; an editor does not show them. */
+static char *get_value(GKeyFile *kf, const char *group, const char *key)
+{
+	char *v = g_key_file_get_string(kf, group, key, NULL);
+
+	return v ? g_strchomp(v) : NULL;
 }
 
 enum key_kind {
@@ -222,18 +243,23 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 	}
 	c = iface_get(cfg, name, where);
 	for (size_t i = 0; keys && keys[i]; i++) {
-		unsigned int line = line_of(data, len, group, keys[i]);
-		g_autofree char *v = g_key_file_get_string(kf, group, keys[i], NULL);
+		unsigned int line;
+		g_autofree char *v = NULL;
 		const char *words[2];
 		struct shape_request probe;
 		size_t k;
 		int n;
 
+		if (seen_before(keys, i))
+			continue;
+		line = line_of(data, len, group, keys[i]);
+		v = get_value(kf, group, keys[i]);
 		for (k = 0; k < G_N_ELEMENTS(iface_keys); k++)
 			if (!strcmp(keys[i], iface_keys[k].key))
 				break;
 		if (k == G_N_ELEMENTS(iface_keys)) {
-			warn(cfg, file, line, "unknown key '%s' in [%s]; skipped", keys[i], group);
+			warn(cfg, file, line, "unknown key '%s' (= '%s') in [%s]; skipped", keys[i],
+			     v ? v : "", group);
 			continue;
 		}
 		if (!v) {
@@ -265,16 +291,21 @@ static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *fil
 	g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
 
 	for (size_t i = 0; keys && keys[i]; i++) {
-		unsigned int line = line_of(data, len, group, keys[i]);
-		g_autofree char *v = g_key_file_get_string(kf, group, keys[i], NULL);
+		unsigned int line;
+		g_autofree char *v = NULL;
 		bool *dst = NULL, b;
 
+		if (seen_before(keys, i))
+			continue;
+		line = line_of(data, len, group, keys[i]);
+		v = get_value(kf, group, keys[i]);
 		if (!strcmp(keys[i], "enforce"))
 			dst = &cfg->enforce;
 		else if (!strcmp(keys[i], "clear-on-exit"))
 			dst = &cfg->clear_on_exit;
 		if (!dst) {
-			warn(cfg, file, line, "unknown key '%s' in [daemon]; skipped", keys[i]);
+			warn(cfg, file, line, "unknown key '%s' (= '%s') in [daemon]; skipped", keys[i],
+			     v ? v : "");
 			continue;
 		}
 		if (!v || parse_bool(v, &b) < 0) {
@@ -343,8 +374,12 @@ static int check_safe(const char *path, bool is_dir, char **why)
 {
 	struct stat st;
 
-	if (stat(path, &st) < 0)
-		return -errno;
+	if (stat(path, &st) < 0) {
+		int r = -errno;
+
+		*why = g_strdup_printf("%s: %s", path, g_strerror(-r));
+		return r;
+	}
 	if (is_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
 		*why = g_strdup_printf("%s: not a %s", path, is_dir ? "folder" : "regular file");
 		return -EINVAL;
@@ -357,6 +392,12 @@ static int check_safe(const char *path, bool is_dir, char **why)
 		return -EPERM;
 	}
 	return 0;
+}
+
+/* g_ptr_array_sort hands the comparator pointers to the elements. */
+static int cmp_str_ptr(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static int load_file(struct config *cfg, const char *path, char **why)
@@ -389,10 +430,13 @@ int config_load(const char *path, bool must_exist, struct config **out, char **w
 
 	*why = NULL;
 	r = check_safe(dir, true, why);
-	if (r < 0 && r != -ENOENT)
+	if (r == -ENOENT)
+		g_clear_pointer(why, g_free);
+	else if (r < 0)
 		return r;
 	r = load_file(cfg, path, why);
 	if (r == -ENOENT) {
+		g_clear_pointer(why, g_free);
 		if (must_exist) {
 			*why = g_strdup_printf("%s: no such file", path);
 			return r;
@@ -410,7 +454,7 @@ int config_load(const char *path, bool must_exist, struct config **out, char **w
 		while ((name = g_dir_read_name(d)))
 			if (g_str_has_suffix(name, ".conf"))
 				g_ptr_array_add(names, g_build_filename(confd, name, NULL));
-		g_ptr_array_sort(names, (GCompareFunc)g_strcmp0);
+		g_ptr_array_sort(names, cmp_str_ptr);
 	}
 	for (guint i = 0; i < names->len; i++) {
 		r = load_file(cfg, names->pdata[i], why);

@@ -11,6 +11,7 @@
 
 #include "build-config.h"
 #include "cli.h"
+#include "config.h"
 #include "log.h"
 #include "state.h"
 
@@ -24,20 +25,24 @@ static const struct {
 	{ "set", set_main, "attach or change cake on an interface (egress, ingress via IFB)" },
 	{ "show", show_main, "show shaping as the kernel reports it, with cake's statistics" },
 	{ "clear", clear_main, "remove shaping and put back what was there before" },
+	{ "apply", apply_main, "apply the configuration once (idempotent)" },
+	{ "check-config", check_config_main, "validate the configuration and print it" },
+	{ "daemon", daemon_main, "keep interfaces shaped as configured (systemd service)" },
 	{ "help", help_main, "show this help, or a command's" },
 };
 
 static void usage(FILE *f)
 {
-	fputs("Usage: wgshape [-j|--json] [-v] COMMAND [ARGS...]\n"
+	fputs("Usage: wgshape [-j|--json] [-v] [-c FILE] COMMAND [ARGS...]\n"
 	      "Shape WireGuard tunnels with cake, accounting for the tunnel's overhead.\n\n"
 	      "Commands:\n",
 	      f);
 	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
-		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
 	fputs("\nOptions:\n"
 	      "  -j, --json     JSON output (base units: bit/s, bytes, microseconds)\n"
 	      "  -v, --verbose  say more\n"
+	      "  -c, --config FILE  configuration (default " CONFIG_DEFAULT_PATH ")\n"
 	      "  -h, --help     this help; 'wgshape COMMAND --help' for a command's\n"
 	      "  -V, --version  print the version\n"
 	      "\nEnvironment: WGSHAPE_STATE_DIR (default " WGSHAPE_RUNDIR ")\n",
@@ -49,7 +54,11 @@ static int help_main(int argc, char **argv, const struct cli *cli)
 	static const struct {
 		const char *name;
 		const char *text;
-	} texts[] = { { "set", set_usage }, { "show", show_usage }, { "clear", clear_usage } };
+	} texts[] = {
+		{ "set", set_usage },	  { "show", show_usage },
+		{ "clear", clear_usage }, { "apply", apply_usage },
+		{ "check-config", check_config_usage }, { "daemon", daemon_usage },
+	};
 
 	if (argc < 2 || cli_wants_help(argc, argv)) {
 		usage(stdout);
@@ -71,6 +80,7 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
+		{ "config", required_argument, NULL, 'c' },
 		{ 0 },
 	};
 	struct cli cli = { 0 };
@@ -79,7 +89,7 @@ int main(int argc, char **argv)
 	int c;
 
 	/* Stop at the command: its own words (and -h) are its business. */
-	while ((c = getopt_long(argc, argv, "+jvhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+jvhVc:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			cli.json = true;
@@ -93,6 +103,9 @@ int main(int argc, char **argv)
 		case 'V':
 			puts("wgshape " WGSHAPE_VERSION);
 			return EXIT_OK;
+		case 'c':
+			cli.config_path = optarg;
+			break;
 		default:
 			usage(stderr);
 			return EXIT_USAGE;

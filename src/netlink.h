@@ -36,6 +36,8 @@ struct link_info {
 /* -ENODEV when there is no such interface. */
 int netlink_link_get(struct netlink *nl, const char *name, struct link_info *out);
 int netlink_link_get_index(struct netlink *nl, int ifindex, struct link_info *out);
+/* Every link; *out is malloc'd, free() it. */
+int netlink_link_list(struct netlink *nl, struct link_info **out, size_t *n);
 
 struct qdisc_info {
 	char kind[32];
@@ -84,5 +86,36 @@ struct wg_endpoints {
 
 /* -EOPNOTSUPP when the kernel has no WireGuard generic netlink family. */
 int netlink_wg_endpoints(struct netlink *nl, const char *ifname, struct wg_endpoints *out);
+
+/*
+ * Kernel notifications: links coming and going, qdiscs changing. The socket
+ * is non-blocking; put its fd in an event loop and call netlink_events_read
+ * when it is readable.
+ */
+struct netlink_events;
+
+enum netlink_event_type {
+	NL_EVENT_LINK_NEW, /* appeared or changed */
+	NL_EVENT_LINK_DEL,
+	NL_EVENT_QDISC_NEW,
+	NL_EVENT_QDISC_DEL,
+	NL_EVENT_OVERRUN, /* the kernel dropped notifications (ENOBUFS): resync */
+};
+
+struct netlink_event {
+	enum netlink_event_type type;
+	int ifindex;
+	char ifname[IFNAME_SIZE]; /* link events */
+	char kind[32]; /* qdisc kind; link kind */
+	uint32_t parent; /* qdisc events */
+};
+
+typedef void (*netlink_event_fn)(const struct netlink_event *ev, void *arg);
+
+int netlink_events_open(struct netlink_events **out);
+void netlink_events_close(struct netlink_events *ev);
+int netlink_events_fd(const struct netlink_events *ev);
+/* Deliver every pending notification to fn. 0 or -errno. */
+int netlink_events_read(struct netlink_events *ev, netlink_event_fn fn, void *arg);
 
 #endif

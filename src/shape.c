@@ -522,6 +522,7 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 		goto out;
 	}
 
+	snprintf(st.source, sizeof(st.source), "%s", req->source ? req->source : "set");
 	r = st.egress || st.ingress ? state_save(statedir, ifname, &st)
 				    : state_remove(statedir, ifname);
 	if (r < 0) {
@@ -623,6 +624,7 @@ int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
 		return r;
 	v.has_state = st.egress || st.ingress;
 	snprintf(v.overhead_reason, sizeof(v.overhead_reason), "%s", st.overhead_reason);
+	snprintf(v.source, sizeof(v.source), "%s", st.source);
 	if (st.egress)
 		snprintf(v.orig_kind, sizeof(v.orig_kind), "%s", st.orig_kind);
 

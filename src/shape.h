@@ -31,6 +31,8 @@ struct shape_request {
 	int link_overhead;
 	/* "overhead auto" or link-overhead was said: a hand-set overhead gives way */
 	bool overhead_auto;
+	/* who asks, kept for show: "set" when NULL, "config FILE:LINE", ... */
+	const char *source;
 };
 
 /* The IFB wgshape uses for ifname's download: "ifb4" + ifname, cut to 15. */
@@ -54,6 +56,7 @@ struct shape_dir_view {
 struct shape_view {
 	struct link_info link;
 	bool has_state;
+	char source[64];
 	char overhead_reason[192];
 	char orig_kind[32]; /* what clear puts back on egress */
 	struct shape_dir_view egress, ingress;

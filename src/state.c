@@ -83,6 +83,10 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 	if (s)
 		g_strlcpy(st.overhead_reason, s, sizeof(st.overhead_reason));
 	g_clear_pointer(&s, g_free);
+	s = g_key_file_get_string(kf, "interface", "source", NULL);
+	if (s)
+		g_strlcpy(st.source, s, sizeof(st.source));
+	g_clear_pointer(&s, g_free);
 
 	st.egress = g_key_file_has_group(kf, "egress");
 	if (st.egress) {
@@ -132,6 +136,8 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 	g_key_file_set_integer(kf, "interface", "ifindex", st->ifindex);
 	if (st->overhead_reason[0])
 		g_key_file_set_string(kf, "interface", "overhead-reason", st->overhead_reason);
+	if (st->source[0])
+		g_key_file_set_string(kf, "interface", "source", st->source);
 	if (st->egress) {
 		g_autofree char *b64 = NULL;
 

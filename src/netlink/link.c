@@ -3,6 +3,7 @@
  * Links: look one up (name, index, kind), create an IFB, delete a link.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <net/if.h>
 #include <linux/if_link.h>
@@ -120,4 +121,56 @@ int netlink_link_del(struct netlink *nl, int ifindex)
 	}
 	r = netlink_talk(nl, nl->rt, msg, NULL, NULL);
 	return r == -ENOENT ? -ENODEV : r;
+}
+
+struct link_dump {
+	struct link_info *links;
+	size_t n, cap;
+};
+
+static int collect_link(struct nl_msg *msg, void *arg)
+{
+	struct link_dump *d = arg;
+	struct link_info info;
+	int r;
+
+	r = parse_link(msg, &info);
+	if (r < 0 || !info.ifindex)
+		return r;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 16;
+		struct link_info *p = realloc(d->links, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		d->links = p;
+		d->cap = cap;
+	}
+	d->links[d->n++] = info;
+	return 0;
+}
+
+int netlink_link_list(struct netlink *nl, struct link_info **out, size_t *n)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
+	struct link_dump d = { 0 };
+	struct nl_msg *msg;
+	int r;
+
+	msg = nlmsg_alloc_simple(RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP);
+	if (!msg)
+		return -ENOMEM;
+	if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
+	    nla_put_u32(msg, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	r = netlink_talk(nl, nl->rt, msg, collect_link, &d);
+	if (r < 0) {
+		free(d.links);
+		return r;
+	}
+	*out = d.links;
+	*n = d.n;
+	return 0;
 }

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * wgshape daemon [IFACE]: one GLib main loop; link and tc notifications from
+ * the kernel and signals are its only inputs. Changes are coalesced per
+ * interface and reconciled when the loop is idle; nothing polls.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <glib.h>
+#include <glib-unix.h>
+#include <linux/pkt_sched.h>
+
+#include "build-config.h"
+#include "cli.h"
+#include "config.h"
+#include "log.h"
+#include "reconcile.h"
+#include "state.h"
+
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#else
+static int sd_notify(int unset, const char *state)
+{
+	return 0;
+}
+#endif
+
+const char daemon_usage[] =
+	"Usage: wgshape [-c FILE] daemon [IFACE]\n"
+	"\n"
+	"Keep every configured interface (or only IFACE) shaped: shape interfaces as they\n"
+	"appear, put wgshape's qdisc back if someone removes it (enforce = yes), and on\n"
+	"SIGHUP reload the configuration and reconcile. SIGTERM leaves shaping in place\n"
+	"unless clear-on-exit = yes. Logs to stderr with sd-daemon priority prefixes.\n";
+
+struct daemon {
+	const struct cli *cli;
+	const char *only;
+	GMainLoop *loop;
+	struct netlink *nl;
+	struct netlink_events *ev;
+	struct config *cfg;
+	GHashTable *names; /* ifindex -> ifname of every link we have seen */
+	GHashTable *pending; /* ifname -> appearance time (µs, 0 if not new) */
+	bool resync;
+	guint idle;
+};
+
+static struct reconciler reconciler(struct daemon *d)
+{
+	return (struct reconciler){
+		.nl = d->nl,
+		.statedir = d->cli->statedir,
+		.cfg = d->cfg,
+		.only = d->only,
+	};
+}
+
+static bool enforced(struct daemon *d, const char *ifname)
+{
+	const struct conf_iface *c = config_match(d->cfg, ifname);
+
+	if (!c)
+		return false;
+	return c->enforce < 0 ? d->cfg->enforce : c->enforce;
+}
+
+static gboolean on_idle(gpointer data)
+{
+	struct daemon *d = data;
+	struct reconciler rc = reconciler(d);
+	GHashTableIter it;
+	gpointer key, val;
+
+	d->idle = 0;
+	if (d->resync) {
+		d->resync = false;
+		g_hash_table_remove_all(d->pending);
+		log_info("resync: reconciling every interface");
+		reconcile_all(&rc);
+		return G_SOURCE_REMOVE;
+	}
+	g_hash_table_iter_init(&it, d->pending);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		gint64 since = *(gint64 *)val;
+
+		if (reconcile_iface(&rc, key) == 0 && since && config_match(d->cfg, key))
+			log_info("%s: shaped %.1f ms after it appeared", (const char *)key,
+				 (double)(g_get_monotonic_time() - since) / 1000.0);
+		g_hash_table_iter_remove(&it);
+	}
+	return G_SOURCE_REMOVE;
+}
+
+static void schedule(struct daemon *d, const char *ifname, gint64 since)
+{
+	gint64 *t = g_new(gint64, 1);
+
+	*t = since;
+	if (ifname) {
+		gint64 *old = g_hash_table_lookup(d->pending, ifname);
+
+		if (old && *old && !since)
+			*t = *old; /* keep the appearance time of the first event */
+		g_hash_table_replace(d->pending, g_strdup(ifname), t);
+	} else {
+		g_free(t);
+	}
+	if (!d->idle)
+		d->idle = g_idle_add(on_idle, d);
+}
+
+/* The interface an IFB of ours serves, if we know it. */
+static const char *ifb_owner(struct daemon *d, const char *ifb)
+{
+	GHashTableIter it;
+	gpointer key, val;
+	char name[IFNAME_SIZE];
+
+	g_hash_table_iter_init(&it, d->names);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		shape_ifb_name(val, name);
+		if (!strcmp(name, ifb) && strcmp(val, ifb) != 0)
+			return val;
+	}
+	return NULL;
+}
+
+static void on_event(const struct netlink_event *ev, void *arg)
+{
+	struct daemon *d = arg;
+	const char *known, *name;
+
+	switch (ev->type) {
+	case NL_EVENT_OVERRUN:
+		log_warn("netlink: the kernel dropped notifications; resynchronising");
+		d->resync = true;
+		schedule(d, NULL, 0);
+		return;
+	case NL_EVENT_LINK_DEL:
+		g_hash_table_remove(d->names, GINT_TO_POINTER(ev->ifindex));
+		return;
+	case NL_EVENT_LINK_NEW:
+		if (!ev->ifname[0])
+			return;
+		known = g_hash_table_lookup(d->names, GINT_TO_POINTER(ev->ifindex));
+		if (known && !strcmp(known, ev->ifname)) {
+			/* A change of flags or addresses: only enforcement cares. */
+			if (enforced(d, ev->ifname))
+				schedule(d, ev->ifname, 0);
+			return;
+		}
+		g_hash_table_replace(d->names, GINT_TO_POINTER(ev->ifindex), g_strdup(ev->ifname));
+		if (!strcmp(ev->kind, "ifb") && !strncmp(ev->ifname, "ifb4", 4))
+			return;
+		if (config_match(d->cfg, ev->ifname))
+			schedule(d, ev->ifname, g_get_monotonic_time());
+		return;
+	case NL_EVENT_QDISC_NEW:
+	case NL_EVENT_QDISC_DEL:
+		if (ev->parent != TC_H_ROOT && ev->parent != TC_H_INGRESS)
+			return;
+		name = g_hash_table_lookup(d->names, GINT_TO_POINTER(ev->ifindex));
+		if (!name)
+			return;
+		if (!strncmp(name, "ifb4", 4) && ifb_owner(d, name))
+			name = ifb_owner(d, name);
+		if (enforced(d, name))
+			schedule(d, name, 0);
+		return;
+	}
+}
+
+static gboolean on_netlink(gint fd, GIOCondition cond, gpointer data)
+{
+	struct daemon *d = data;
+	int r;
+
+	r = netlink_events_read(d->ev, on_event, d);
+	if (r < 0) {
+		log_err("netlink notifications: %s; resynchronising", strerror(-r));
+		d->resync = true;
+		schedule(d, NULL, 0);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_hup(gpointer data)
+{
+	struct daemon *d = data;
+	struct config *cfg;
+
+	sd_notify(0, "RELOADING=1");
+	log_info("reloading the configuration");
+	cfg = cli_load_config(d->cli);
+	if (cfg) {
+		config_free(d->cfg);
+		d->cfg = cfg;
+		d->resync = true;
+		schedule(d, NULL, 0);
+	} else {
+		log_err("keeping the configuration that was loaded before");
+	}
+	sd_notify(0, "READY=1");
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_term(gpointer data)
+{
+	struct daemon *d = data;
+
+	g_main_loop_quit(d->loop);
+	return G_SOURCE_CONTINUE;
+}
+
+static void clear_configured(struct daemon *d)
+{
+	char **names = NULL;
+
+	state_list(d->cli->statedir, &names);
+	for (char **n = names; *n; n++) {
+		struct shape_state st = { 0 };
+		bool ours;
+
+		if (d->only && strcmp(d->only, *n) != 0)
+			continue;
+		if (state_load(d->cli->statedir, *n, &st) < 0)
+			continue;
+		ours = !strncmp(st.source, SOURCE_CONFIG, strlen(SOURCE_CONFIG));
+		shape_state_clear(&st);
+		if (ours)
+			shape_clear(d->nl, d->cli->statedir, *n);
+	}
+	g_strfreev(names);
+}
+
+static void learn_names(struct daemon *d)
+{
+	struct link_info *links = NULL;
+	size_t n = 0;
+
+	if (netlink_link_list(d->nl, &links, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		g_hash_table_replace(d->names, GINT_TO_POINTER(links[i].ifindex),
+				     g_strdup(links[i].name));
+	free(links);
+}
+
+int daemon_main(int argc, char **argv, const struct cli *cli)
+{
+	struct daemon d = { .cli = cli };
+	struct reconciler rc;
+	int r, status = EXIT_FAIL;
+
+	if (cli_wants_help(argc, argv)) {
+		fputs(daemon_usage, stdout);
+		return EXIT_OK;
+	}
+	if (argc > 2) {
+		fputs(daemon_usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (argc == 2 && !ifname_ok_or_say(argv[1]))
+		return EXIT_USAGE;
+	d.only = argc == 2 ? argv[1] : NULL;
+	log_use_syslog_prefix(true);
+
+	d.cfg = cli_load_config(cli);
+	if (!d.cfg)
+		return EXIT_FAIL;
+	r = netlink_open(&d.nl);
+	if (r == 0)
+		r = netlink_events_open(&d.ev);
+	if (r < 0) {
+		log_err("netlink: %s", strerror(-r));
+		goto out;
+	}
+	d.names = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	d.pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	d.loop = g_main_loop_new(NULL, FALSE);
+
+	/* Subscribed before the first pass, so nothing that happens in between is missed. */
+	learn_names(&d);
+	rc = reconciler(&d);
+	reconcile_all(&rc);
+
+	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
+	g_unix_signal_add(SIGHUP, on_hup, &d);
+	g_unix_signal_add(SIGTERM, on_term, &d);
+	g_unix_signal_add(SIGINT, on_term, &d);
+	sd_notify(0, "READY=1");
+	log_info("running%s%s", d.only ? " for " : "", d.only ? d.only : "");
+	g_main_loop_run(d.loop);
+
+	sd_notify(0, "STOPPING=1");
+	if (d.cfg->clear_on_exit)
+		clear_configured(&d);
+	log_info("stopped");
+	status = EXIT_OK;
+out:
+	if (d.loop)
+		g_main_loop_unref(d.loop);
+	if (d.names)
+		g_hash_table_unref(d.names);
+	if (d.pending)
+		g_hash_table_unref(d.pending);
+	netlink_events_close(d.ev);
+	netlink_close(d.nl);
+	config_free(d.cfg);
+	return status;
+}
