@@ -1,0 +1,450 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+#
+# Helpers for the lab scenarios (source it). A scenario builds two network
+# namespaces, srv and cli, joined by a veth pair, with a real WireGuard tunnel
+# between them, and checks kernel state with tc/ip/jq, never with wgshape's
+# own code. It runs as root, in the lab VM or on a host whose kernel has the
+# modules (tests/vm/lab decides), and touches nothing outside its namespaces.
+#
+# Exit status: 0 pass, 1 fail, 77 skip.
+
+set -euo pipefail
+
+LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+LAB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/wgshape-scenario.XXXXXX")
+
+# Addresses: documentation prefixes for the underlay (the "Internet" between
+# the hosts), private ones for the tunnel. Nothing leaves the namespaces.
+SRV_V4=192.0.2.1 CLI_V4=192.0.2.2
+SRV_V6=2001:db8:1::1 CLI_V6=2001:db8:1::2
+SRV_TUN4=10.200.0.1 CLI_TUN4=10.200.0.2
+SRV_TUN6=fd00:200::1 CLI_TUN6=fd00:200::2
+WG_PORT_SRV=51820 WG_PORT_CLI=51821
+export SRV_V4 CLI_V4 SRV_V6 CLI_V6 SRV_TUN4 CLI_TUN4 SRV_TUN6 CLI_TUN6
+
+lab_failures=0
+
+# ---- reporting ------------------------------------------------------------
+
+step() { printf '\n== %s\n' "$*"; }
+info() { printf '   %s\n' "$*"; }
+pass() { printf 'ok   %s\n' "$*"; }
+# A failed check: report it, go on, fail the scenario at the end.
+fail() {
+	printf 'FAIL %s\n' "$*"
+	lab_failures=$((lab_failures + 1))
+}
+# Something the scenario cannot go on without.
+# On stderr, so it shows even from inside $(...).
+die() {
+	printf 'FAIL %s\n' "$*" >&2
+	exit 1
+}
+skip() {
+	printf 'SKIP %s\n' "$*"
+	exit 77
+}
+
+# The last thing a scenario calls.
+finish() {
+	if [ "$lab_failures" -gt 0 ]; then
+		printf '\n%s: %d check(s) failed\n' "${0##*/}" "$lab_failures"
+		exit 1
+	fi
+	printf '\n%s: all checks passed\n' "${0##*/}"
+	exit 0
+}
+
+lab_cleanup() {
+	local ns pid
+	for ns in srv cli; do
+		[ -e "/run/netns/$ns" ] || continue
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill "$pid" 2>/dev/null || true
+		done
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	rm -rf "$LAB_TMP"
+}
+trap lab_cleanup EXIT
+
+need_root() {
+	[ "$(id -u)" = 0 ] || skip "needs root (run it through tests/vm/lab run)"
+}
+
+need_tools() {
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null || die "$t is missing (see tests/vm/packages.txt)"
+	done
+}
+
+# The binary under test, from meson's env (WGSHAPE=.../wgshape).
+need_wgshape() {
+	[ -n "${WGSHAPE:-}" ] || die "WGSHAPE is not set (meson sets it; or WGSHAPE=build/wgshape)"
+	[ -x "$WGSHAPE" ] || die "WGSHAPE=$WGSHAPE is not executable"
+}
+
+# Parts of these scenarios change kernel-wide settings (the module autoload
+# helper); they run only in a freshly booted lab VM.
+need_fresh_vm() {
+	[ "${LAB_MODE:-}" = vm ] || skip "needs a fresh lab VM (LAB_MODE=${LAB_MODE:-unset}); run with WGSHAPE_LAB=vm"
+}
+
+# ---- comparisons ----------------------------------------------------------
+
+# expect_eq WHAT EXPECTED FOUND
+expect_eq() {
+	if [ "$2" = "$3" ]; then
+		pass "$1 = $3"
+	else
+		fail "$1: expected '$2', found '$3'"
+	fi
+}
+
+# expect_ge WHAT MIN FOUND (integers)
+expect_ge() {
+	if [ -n "$3" ] && [ "$3" -ge "$2" ] 2>/dev/null; then
+		pass "$1 = $3 (>= $2)"
+	else
+		fail "$1: expected >= $2, found '$3'"
+	fi
+}
+
+# expect_within WHAT EXPECTED FOUND PERCENT (numbers)
+expect_within() {
+	if awk -v e="$2" -v f="$3" -v p="$4" 'BEGIN { d = f - e; if (d < 0) d = -d; exit !(f != "" && d <= e * p / 100) }'; then
+		pass "$1 = $3 (expected $2 +- $4%)"
+	else
+		fail "$1: expected $2 +- $4%, found '$3'"
+	fi
+}
+
+# expect_match WHAT ERE TEXT
+expect_match() {
+	if grep -Eq -- "$2" <<<"$3"; then
+		pass "$1 matches /$2/"
+	else
+		fail "$1: expected to match /$2/, found: $3"
+	fi
+}
+
+# ---- namespaces and the tunnel -------------------------------------------
+
+# inns NS CMD...: run a command in a scenario namespace.
+inns() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" "$@"
+}
+
+# lab_topology ipv4|ipv6: srv and cli, veth between them with IPv4 and IPv6
+# addresses, and a WireGuard tunnel whose endpoints use the given family.
+# Both sides know the other's endpoint, so both see the family from the start.
+lab_topology() {
+	local family=${1:-ipv4} ns
+	case "$family" in
+	ipv4 | ipv6) ;;
+	*) die "lab_topology: family must be ipv4 or ipv6, not '$family'" ;;
+	esac
+	need_root
+	need_tools ip tc wg jq
+	LAB_FAMILY=$family
+
+	for ns in srv cli; do
+		ip netns add "$ns"
+		ip -n "$ns" link set lo up
+	done
+	ip link add veth-srv netns srv type veth peer name veth-cli netns cli
+	ip -n srv addr add "$SRV_V4/24" dev veth-srv
+	ip -n cli addr add "$CLI_V4/24" dev veth-cli
+	ip -n srv addr add "$SRV_V6/64" dev veth-srv nodad
+	ip -n cli addr add "$CLI_V6/64" dev veth-cli nodad
+	ip -n srv link set veth-srv up
+	ip -n cli link set veth-cli up
+
+	for ns in srv cli; do
+		(umask 077 && wg genkey >"$LAB_TMP/$ns.key")
+		wg pubkey <"$LAB_TMP/$ns.key" >"$LAB_TMP/$ns.pub"
+		ip -n "$ns" link add wg0 type wireguard
+	done
+	local srv_ep cli_ep
+	if [ "$family" = ipv4 ]; then
+		srv_ep=$SRV_V4:$WG_PORT_SRV cli_ep=$CLI_V4:$WG_PORT_CLI
+	else
+		srv_ep=[$SRV_V6]:$WG_PORT_SRV cli_ep=[$CLI_V6]:$WG_PORT_CLI
+	fi
+	inns srv wg set wg0 listen-port "$WG_PORT_SRV" private-key "$LAB_TMP/srv.key" \
+		peer "$(cat "$LAB_TMP/cli.pub")" endpoint "$cli_ep" \
+		allowed-ips "$CLI_TUN4/32,$CLI_TUN6/128"
+	inns cli wg set wg0 listen-port "$WG_PORT_CLI" private-key "$LAB_TMP/cli.key" \
+		peer "$(cat "$LAB_TMP/srv.pub")" endpoint "$srv_ep" \
+		allowed-ips "$SRV_TUN4/32,$SRV_TUN6/128"
+	ip -n srv addr add "$SRV_TUN4/24" dev wg0
+	ip -n cli addr add "$CLI_TUN4/24" dev wg0
+	ip -n srv addr add "$SRV_TUN6/64" dev wg0 nodad
+	ip -n cli addr add "$CLI_TUN6/64" dev wg0 nodad
+	ip -n srv link set wg0 up
+	ip -n cli link set wg0 up
+
+	local i
+	for i in $(seq 1 20); do
+		if inns cli ping -4 -c 1 -W 1 "$SRV_TUN4" >/dev/null 2>&1; then
+			info "WireGuard tunnel up over $family (srv $SRV_TUN4 <-> cli $CLI_TUN4)"
+			return 0
+		fi
+	done
+	die "no ping through the WireGuard tunnel over $family"
+}
+
+# lab_bottleneck RATE [DELAY [LIMIT]]: a bloated line, as a cable/DSL modem
+# with a big dumb buffer: netem on both veth ends (each direction), e.g.
+# 20mbit, 10ms each way, 2000 packets of buffer.
+lab_bottleneck() {
+	local rate=$1 delay=${2:-10ms} limit=${3:-2000}
+	inns srv tc qdisc replace dev veth-srv root netem rate "$rate" delay "$delay" limit "$limit"
+	inns cli tc qdisc replace dev veth-cli root netem rate "$rate" delay "$delay" limit "$limit"
+	info "bottleneck: $rate, $delay each way, $limit packets of buffer (netem on the veth)"
+}
+
+# ---- kernel state, read with tc/ip/jq --------------------------------------
+
+# qdiscs NS DEV: tc's JSON for all qdiscs of DEV.
+qdiscs() { inns "$1" tc -j qdisc show dev "$2"; }
+
+# root_qdisc NS DEV: the root qdisc's JSON object (noqueue shows as root too).
+root_qdisc() {
+	qdiscs "$1" "$2" | jq -c '[.[] | select(.root == true)][0] // {}'
+}
+
+# root_field NS DEV JQPATH, e.g. root_field srv wg0 .kind
+root_field() {
+	root_qdisc "$1" "$2" | jq -r "$3 | if . == null then \"(none)\" else tostring end"
+}
+
+# ingress_qdisc NS DEV: the ingress qdisc (parent ffff:fff1) or {}.
+ingress_qdisc() {
+	qdiscs "$1" "$2" | jq -c '[.[] | select(.kind == "ingress" or .kind == "clsact")][0] // {}'
+}
+
+# ingress_filters NS DEV: filters on DEV's ingress hook, [] when none.
+ingress_filters() {
+	inns "$1" tc -j filter show dev "$2" ingress 2>/dev/null || echo '[]'
+}
+
+link_exists() { inns "$1" ip link show dev "$2" >/dev/null 2>&1; }
+
+link_kind() {
+	inns "$1" ip -j -d link show dev "$2" | jq -r '.[0].linkinfo.info_kind // "(none)"'
+}
+
+# expect_cake NS DEV key=value...: DEV's root qdisc is cake with these
+# options as tc -j reports them (bandwidth in bytes/s, overhead in bytes,
+# ingress true/false...).
+expect_cake() {
+	local ns=$1 dev=$2 kv key want got q
+	shift 2
+	q=$(root_qdisc "$ns" "$dev")
+	expect_eq "$ns $dev root qdisc kind" cake "$(jq -r '.kind // "(none)"' <<<"$q")"
+	for kv in "$@"; do
+		key=${kv%%=*} want=${kv#*=}
+		got=$(jq -r --arg k "$key" '.options[$k] | if . == null then "(none)" else tostring end' <<<"$q")
+		expect_eq "$ns $dev cake $key" "$want" "$got"
+	done
+}
+
+# expect_mirred_redirect NS DEV TARGET: DEV's ingress has a filter whose
+# action is mirred egress redirect to TARGET.
+expect_mirred_redirect() {
+	local ns=$1 dev=$2 target=$3 f
+	f=$(ingress_filters "$ns" "$dev" | jq -c '[.[] | select(.options.actions != null) | .options.actions[]
+		| select(.kind == "mirred")] | .[0] // {}')
+	expect_eq "$ns $dev ingress filter action" "mirred egress redirect to $target" \
+		"$(jq -r '"\(.kind) \(.mirred_action // "?" | if . == "redirect" then "egress redirect" else . end) to \(.to_dev)"' <<<"$f" |
+			sed 's/^null null to null$/(no mirred action)/')"
+}
+
+# snapshot NS: every piece of shaping state in NS (links, qdiscs, filters)
+# as stable text, for "no kernel change" checks. Counters are left out.
+snapshot() {
+	local ns=$1 dev
+	inns "$ns" ip -j -d link show | jq -S '[.[] | del(.stats, .stats64)]'
+	for dev in $(inns "$ns" ip -j link show | jq -r '.[].ifname'); do
+		echo "# $dev qdiscs"
+		inns "$ns" tc -j qdisc show dev "$dev" | jq -S .
+		echo "# $dev ingress filters"
+		inns "$ns" tc -j filter show dev "$dev" ingress 2>/dev/null | jq -S . || true
+		echo "# $dev egress filters"
+		inns "$ns" tc -j filter show dev "$dev" 2>/dev/null | jq -S . || true
+	done
+}
+
+# expect_same_snapshot WHAT BEFORE AFTER
+expect_same_snapshot() {
+	if [ "$2" = "$3" ]; then
+		pass "$1: no kernel change"
+	else
+		fail "$1: kernel state changed:"
+		diff -u <(echo "$2") <(echo "$3") | sed 's/^/     /' | head -40
+	fi
+}
+
+# ---- running wgshape ------------------------------------------------------
+
+# wgshape NS ARGS...: run the binary under test in NS; sets WG_RC, WG_OUT,
+# WG_ERR and never fails the shell itself. WG_WRAP, if set, is a command
+# prefix (split on blanks), e.g. setpriv dropping capabilities.
+WG_WRAP=
+wgshape() {
+	local ns=$1 wrap
+	shift
+	read -r -a wrap <<<"$WG_WRAP"
+	WG_RC=0
+	inns "$ns" "${wrap[@]}" "$WGSHAPE" "$@" >"$LAB_TMP/out" 2>"$LAB_TMP/err" || WG_RC=$?
+	WG_OUT=$(cat "$LAB_TMP/out")
+	WG_ERR=$(cat "$LAB_TMP/err")
+	printf '   $ %swgshape %s   # in %s: exit %d\n' "${WG_WRAP:+$WG_WRAP }" "$*" "$ns" "$WG_RC"
+	[ -z "$WG_OUT" ] || sed 's/^/     > /' <<<"$WG_OUT"
+	[ -z "$WG_ERR" ] || sed 's/^/     ! /' <<<"$WG_ERR"
+}
+
+# expect_wgshape_ok NS ARGS...
+expect_wgshape_ok() {
+	wgshape "$@"
+	expect_eq "exit status of 'wgshape ${*:2}'" 0 "$WG_RC"
+}
+
+# expect_wgshape_fails NS ERE ARGS...: exit 1 or 2, exactly one line on
+# stderr (matching ERE if not empty), and no change to NS's kernel state.
+expect_wgshape_fails() {
+	local ns=$1 re=$2 before after lines
+	shift 2
+	before=$(snapshot "$ns")
+	wgshape "$ns" "$@"
+	after=$(snapshot "$ns")
+	case "$WG_RC" in
+	1 | 2) pass "'wgshape $*' exits $WG_RC" ;;
+	*) fail "'wgshape $*': expected exit 1 or 2, found $WG_RC" ;;
+	esac
+	lines=$(printf '%s' "$WG_ERR" | grep -c '' || true)
+	expect_eq "lines on stderr of 'wgshape $*'" 1 "$lines"
+	[ -z "$re" ] || expect_match "stderr of 'wgshape $*'" "$re" "$WG_ERR"
+	expect_same_snapshot "'wgshape $*'" "$before" "$after"
+}
+
+# ---- traffic --------------------------------------------------------------
+
+# iperf_server NS ADDR: an iperf3 server in NS, bound to ADDR, in the background.
+iperf_server() {
+	inns "$1" iperf3 -s -B "$2" -D --pidfile "$LAB_TMP/iperf3-$1.pid" >/dev/null
+	local i
+	for i in $(seq 1 50); do
+		inns "$1" ss -Hltn "sport = :5201" | grep -q . && return 0
+		sleep 0.1
+	done
+	die "iperf3 server in $1 did not start"
+}
+
+# iperf_rate NS SERVER SECONDS [iperf3 options...]: run an iperf3 client in NS
+# against SERVER (IPv4 forced), print the receiver's rate in bit/s (integer).
+# The first 2 s (slow start) are left out.
+iperf_rate() {
+	local ns=$1 server=$2 secs=$3 json rate
+	shift 3
+	json=$(inns "$ns" iperf3 -4 -c "$server" -t "$secs" -O 2 -J "$@" 2>&1) || true
+	rate=$(jq -r '.end.sum_received.bits_per_second // empty | floor' <<<"$json" 2>/dev/null) || true
+	if [ -z "$rate" ]; then
+		die "iperf3 -c $server $* in $ns failed: $(jq -r '.error // empty' <<<"$json" 2>/dev/null || echo "$json" | tail -3)"
+	fi
+	echo "$rate"
+}
+
+# mbit BITS_PER_SECOND: human form.
+mbit() { awk -v b="$1" 'BEGIN { printf "%.2f Mbit/s", b / 1e6 }'; }
+
+# rate_bytes RATE: tc's rate spelling to bytes/s for the few units scenarios
+# use (kbit, mbit, gbit): what tc -j reports as cake's bandwidth.
+rate_bytes() {
+	awk -v r="$1" 'BEGIN {
+		n = r + 0; u = substr(r, length(n "") + 1)
+		m["kbit"] = 1000; m["mbit"] = 1000000; m["gbit"] = 1000000000; m["bit"] = 1
+		if (!(u in m)) { print "?"; exit 1 }
+		printf "%d\n", n * m[u] / 8 }'
+}
+
+# pick_test_rate: measure what WireGuard sustains unshaped here (4 TCP
+# streams, cli to srv; the iperf3 server must run in srv) and set TEST_RATE to
+# a rate far enough below it that a shaper, not the emulated CPU, sets the
+# pace: 10mbit, or 5mbit on a busy machine. Skips when even that is too much.
+pick_test_rate() {
+	local cap
+	cap=$(iperf_rate cli "$SRV_TUN4" 4 -P 4)
+	info "unshaped WireGuard here: $(mbit "$cap") (4 TCP streams)"
+	if [ "$cap" -ge 40000000 ]; then
+		TEST_RATE=10mbit
+	elif [ "$cap" -ge 20000000 ]; then
+		TEST_RATE=5mbit
+	else
+		skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, a rate test needs 20"
+	fi
+	info "test rate: $TEST_RATE"
+}
+
+# expected_goodput RATE [MTU [OVERHEAD]]: the TCP payload rate (bit/s) of
+# full-size segments through cake at RATE on a tunnel of MTU, cake adding
+# OVERHEAD bytes to each packet: RATE * (MTU - 20 IP - 32 TCP) / (MTU + OVERHEAD).
+expected_goodput() {
+	awk -v r="$(rate_bytes "$1")" -v m="${2:-1420}" -v o="${3:-60}" \
+		'BEGIN { printf "%d\n", r * 8 * (m - 52) / (m + o) }'
+}
+
+# cake_counts NS DEV: "packets drops" of DEV's root cake.
+cake_counts() {
+	inns "$1" tc -j -s qdisc show dev "$2" root | jq -r '.[0] | "\(.packets // 0) \(.drops // 0)"'
+}
+
+# ingress_goodput GOODPUT P0 D0 P1 D1: cake in ingress mode counts the
+# packets it drops against the rate (they already crossed the real
+# bottleneck), so what TCP gets is GOODPUT times the share delivered.
+ingress_goodput() {
+	awk -v g="$1" -v p="$(($4 - $2))" -v d="$(($5 - $3))" \
+		'BEGIN { printf "%d\n", ((p + d) > 0) ? g * p / (p + d) : g }'
+}
+
+# Rate measurements for expect_rate: each prints "EXPECTED MEASURED" (bit/s)
+# for 8 s of 4 TCP streams through the tunnel (iperf3 server in srv).
+rate_upload() { echo "$1 $(iperf_rate cli "$SRV_TUN4" 8 -P 4)"; }
+rate_download() { echo "$1 $(iperf_rate cli "$SRV_TUN4" 8 -P 4 -R)"; }
+# Download through cake in ingress mode on cli's ifb4wg0 (see ingress_goodput).
+rate_download_ingress() {
+	local p0 d0 p1 d1 got
+	read -r p0 d0 <<<"$(cake_counts cli ifb4wg0)"
+	got=$(iperf_rate cli "$SRV_TUN4" 8 -P 4 -R)
+	read -r p1 d1 <<<"$(cake_counts cli ifb4wg0)"
+	info "cake ingress dropped $((d1 - d0)) of $((p1 - p0 + d1 - d0)) packets, counted against the rate" >&2
+	echo "$(ingress_goodput "$1" "$p0" "$d0" "$p1" "$d1") $got"
+}
+
+# expect_rate WHAT PERCENT MEASURE [ARGS...]: MEASURE prints "EXPECTED
+# MEASURED"; pass when within PERCENT. A result too low is measured again (up
+# to 3 tries): on a busy host the emulated CPU loses time slices, which only
+# ever slows traffic down. Too fast is a failure at once.
+expect_rate() {
+	local what=$1 pct=$2 try want got verdict
+	shift 2
+	for try in 1 2 3; do
+		read -r want got <<<"$("$@")"
+		verdict=$(awk -v e="$want" -v f="$got" -v p="$pct" 'BEGIN {
+			if (f > e * (1 + p / 100)) print "high"; else if (f < e * (1 - p / 100)) print "low"; else print "ok" }')
+		case "$verdict" in
+		ok)
+			pass "$what = $(mbit "$got") (expected $(mbit "$want") +- $pct%)"
+			return 0
+			;;
+		high) break ;;
+		esac
+		[ "$try" = 3 ] || info "try $try: $(mbit "$got"), below $(mbit "$want") - $pct%: measuring again"
+	done
+	fail "$what: expected $(mbit "$want") +- $pct%, found $(mbit "$got")"
+}
