@@ -12,6 +12,7 @@
 set -euo pipefail
 
 LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+export LAB_DIR
 LAB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/wgshape-scenario.XXXXXX")
 
 # Addresses: documentation prefixes for the underlay (the "Internet" between
@@ -150,7 +151,7 @@ lab_topology() {
 	esac
 	need_root
 	need_tools ip tc wg jq
-	LAB_FAMILY=$family
+	export LAB_FAMILY=$family
 
 	for ns in srv cli; do
 		ip netns add "$ns"
