@@ -124,3 +124,22 @@ void cake_opts_merge(struct cake_opts *dst, const struct cake_opts *src)
 		dst->has |= opt_members[i].has;
 	}
 }
+
+void cake_opts_fill_defaults(struct cake_opts *o)
+{
+	/* What cake_init() in the kernel starts from (net/sched/sch_cake.c). */
+	static const struct cake_opts kernel = {
+		.has = CAKE_HAS_DIFFSERV | CAKE_HAS_NAT | CAKE_HAS_WASH | CAKE_HAS_ACK_FILTER |
+		       CAKE_HAS_RTT | CAKE_HAS_MPU | CAKE_HAS_MEMLIMIT,
+		.diffserv = CAKE_DS_DIFFSERV3,
+		.ack_filter = CAKE_ACKF_NONE,
+		.rtt = 100000,
+		.mpu = 0,
+		.memlimit = 0, /* 0: cake sizes it from the rate */
+	};
+	struct cake_opts given = *o;
+
+	*o = kernel;
+	o->has = kernel.has;
+	cake_opts_merge(o, &given);
+}

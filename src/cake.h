@@ -99,5 +99,11 @@ const char *cake_tin_name(uint32_t diffserv, unsigned int tin);
 
 /* Copy every option set in src into dst (later settings win). */
 void cake_opts_merge(struct cake_opts *dst, const struct cake_opts *src);
+/*
+ * Give every option set does not send (diffserv, nat, wash, ack-filter, rtt,
+ * mpu, memlimit) the kernel's default, keeping those set. For a configuration,
+ * which is the whole of what is wanted: a key taken out goes back to default.
+ */
+void cake_opts_fill_defaults(struct cake_opts *o);
 
 #endif

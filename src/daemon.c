@@ -140,6 +140,10 @@ static void on_event(const struct netlink_event *ev, void *arg)
 		schedule(d, NULL, 0);
 		return;
 	case NL_EVENT_LINK_DEL:
+		/* Our IFB deleted by hand takes the download shaping with it. */
+		if (!strncmp(ev->ifname, "ifb4", 4) && (name = ifb_owner(d, ev->ifname)) &&
+		    enforced(d, name))
+			schedule(d, name, 0);
 		g_hash_table_remove(d->names, GINT_TO_POINTER(ev->ifindex));
 		return;
 	case NL_EVENT_LINK_NEW:

@@ -29,6 +29,12 @@ int reconcile_iface(const struct reconciler *rc, const char *ifname)
 
 		if (req.egress == DIR_KEEP && req.ingress == DIR_KEEP)
 			return 0; /* a section with neither direction: nothing to do */
+		/* The section is all that is wanted: what it leaves out is off or default. */
+		if (req.egress == DIR_KEEP)
+			req.egress = DIR_OFF;
+		if (req.ingress == DIR_KEEP)
+			req.ingress = DIR_OFF;
+		cake_opts_fill_defaults(&req.opts);
 		snprintf(source, sizeof(source), SOURCE_CONFIG " %s", c->where);
 		req.source = source;
 		return shape_set(rc->nl, rc->statedir, ifname, &req);

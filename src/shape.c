@@ -474,8 +474,13 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	if ((eg == DIR_SET || in == DIR_SET) && !(o.has & CAKE_HAS_OVERHEAD) &&
 	    !req->overhead_auto && (st.egress || st.ingress) &&
 	    !strcmp(st.overhead_reason, OVERHEAD_BY_HAND)) {
-		/* A hand-set overhead stays until overhead auto or another is given. */
-		log_debug("%s: keeping the overhead set by hand", ifname);
+		/*
+		 * A hand-set overhead stays until overhead auto or another is
+		 * given; sent again, since a cake made afresh would not have it.
+		 */
+		log_debug("%s: keeping the overhead set by hand (%d)", ifname, st.overhead);
+		o.overhead = st.overhead;
+		o.has |= CAKE_HAS_OVERHEAD;
 	} else if ((eg == DIR_SET || in == DIR_SET) && !(o.has & CAKE_HAS_OVERHEAD)) {
 		struct overhead_choice c;
 
@@ -523,6 +528,7 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	}
 
 	snprintf(st.source, sizeof(st.source), "%s", req->source ? req->source : "set");
+	st.overhead = o.overhead;
 	r = st.egress || st.ingress ? state_save(statedir, ifname, &st)
 				    : state_remove(statedir, ifname);
 	if (r < 0) {

@@ -79,6 +79,7 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 		return err->domain == G_FILE_ERROR ? gerror_to_errno(err) : -EBADMSG;
 
 	st.ifindex = g_key_file_get_integer(kf, "interface", "ifindex", NULL);
+	st.overhead = g_key_file_get_integer(kf, "interface", "overhead", NULL);
 	s = g_key_file_get_string(kf, "interface", "overhead-reason", NULL);
 	if (s)
 		g_strlcpy(st.overhead_reason, s, sizeof(st.overhead_reason));
@@ -134,6 +135,7 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 		return -errno;
 
 	g_key_file_set_integer(kf, "interface", "ifindex", st->ifindex);
+	g_key_file_set_integer(kf, "interface", "overhead", st->overhead);
 	if (st->overhead_reason[0])
 		g_key_file_set_string(kf, "interface", "overhead-reason", st->overhead_reason);
 	if (st->source[0])

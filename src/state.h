@@ -21,6 +21,7 @@ struct shape_state {
 	bool ingress; /* our ingress qdisc + redirect + IFB */
 	char ifb[16];
 	char overhead_reason[192]; /* why the overhead is what it is, for show */
+	int overhead; /* the overhead sent, so a hand-set one can be sent again */
 	char source[64]; /* who asked: "set", "config", ... (for show, and what apply may undo) */
 };
 

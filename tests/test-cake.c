@@ -1050,6 +1050,31 @@ static void test_stats_capture(void)
 		}                                                                                \
 	} while (0)
 
+static void test_fill_defaults(void)
+{
+	struct cake_opts o = { .has = CAKE_HAS_RATE | CAKE_HAS_DIFFSERV | CAKE_HAS_OVERHEAD,
+			       .rate = 1000,
+			       .diffserv = CAKE_DS_DIFFSERV8,
+			       .overhead = 60 };
+
+	cake_opts_fill_defaults(&o);
+	/* what was given stays */
+	g_assert_cmpuint(o.rate, ==, 1000);
+	g_assert_cmpuint(o.diffserv, ==, CAKE_DS_DIFFSERV8);
+	g_assert_cmpint(o.overhead, ==, 60);
+	/* the rest is the kernel's defaults, and now said */
+	g_assert_true(o.has & CAKE_HAS_NAT);
+	g_assert_false(o.nat);
+	g_assert_true(o.has & CAKE_HAS_WASH);
+	g_assert_false(o.wash);
+	g_assert_cmpuint(o.ack_filter, ==, CAKE_ACKF_NONE);
+	g_assert_cmpuint(o.rtt, ==, 100000);
+	g_assert_true(o.has & CAKE_HAS_MEMLIMIT);
+	g_assert_cmpuint(o.memlimit, ==, 0);
+	/* and nothing that set never sends */
+	g_assert_false(o.has & (CAKE_HAS_INGRESS | CAKE_HAS_RAW | CAKE_HAS_FLOW_MODE));
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -1068,5 +1093,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/cake/parse-stats/file", test_stats_file);
 	g_test_add_func("/cake/parse-stats/captured", test_stats_capture);
 
+	g_test_add_func("/cake/opts/fill-defaults", test_fill_defaults);
 	return g_test_run();
 }
