@@ -466,6 +466,35 @@ int config_load(const char *path, bool must_exist, struct config **out, char **w
 	return 0;
 }
 
+/*
+ * '*' and '?' over bytes. Not g_pattern_match_simple: that reads UTF-8 and
+ * aborts on a pattern or a name that is not (an interface name may be any
+ * bytes but '/', ':' and blanks).
+ */
+static bool glob_match(const char *p, const char *s)
+{
+	const char *star = NULL, *resume = NULL;
+
+	while (*s) {
+		if (*p == '*') {
+			star = p++;
+			resume = s;
+		} else if (*p == '?' || *p == *s) {
+			p++;
+			s++;
+		} else if (star) {
+			/* let the last '*' take one byte more and try again */
+			p = star + 1;
+			s = ++resume;
+		} else {
+			return false;
+		}
+	}
+	while (*p == '*')
+		p++;
+	return !*p;
+}
+
 const struct conf_iface *config_match(const struct config *cfg, const char *ifname)
 {
 	const struct conf_iface *glob = NULL;
@@ -475,7 +504,7 @@ const struct conf_iface *config_match(const struct config *cfg, const char *ifna
 
 		if (!c->glob && !strcmp(c->name, ifname))
 			return c;
-		if (c->glob && !glob && g_pattern_match_simple(c->name, ifname))
+		if (c->glob && !glob && glob_match(c->name, ifname))
 			glob = c;
 	}
 	return glob;
