@@ -1,0 +1,979 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * wgshape.conf and conf.d: keys, warnings with file:line, glob precedence,
+ * merging across files and refusing files others can write.
+ *
+ * A section's shape_request is filled once all files are read, so most tests
+ * go through config_load on a folder of their own. Its files are 0444 and its
+ * folders 0555: that is safe whoever owns them, so the tests pass as root and
+ * as anyone else.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "config.h"
+
+struct file {
+	const char *name; /* below the folder: "wgshape.conf", "conf.d/10-a.conf" */
+	const char *text;
+	mode_t mode; /* 0: 0444 */
+};
+
+static void rm_rf(const char *path)
+{
+	GDir *d;
+	const char *name;
+
+	g_chmod(path, 0700);
+	d = g_dir_open(path, 0, NULL);
+	if (d) {
+		while ((name = g_dir_read_name(d))) {
+			g_autofree char *p = g_build_filename(path, name, NULL);
+
+			rm_rf(p);
+		}
+		g_dir_close(d);
+	}
+	g_remove(path);
+}
+
+/* A folder holding files; its folders get dir_mode once written (0: 0555). */
+static char *tree_new(const struct file *files, size_t n, mode_t dir_mode)
+{
+	char *dir = g_dir_make_tmp("wgshape-config-XXXXXX", NULL);
+	g_autofree char *confd = g_build_filename(dir, "conf.d", NULL);
+
+	g_assert_nonnull(dir);
+	for (size_t i = 0; i < n; i++) {
+		g_autofree char *path = g_build_filename(dir, files[i].name, NULL);
+		g_autofree char *parent = g_path_get_dirname(path);
+
+		g_assert_cmpint(g_mkdir_with_parents(parent, 0755), ==, 0);
+		g_assert_true(g_file_set_contents(path, files[i].text, -1, NULL));
+		g_assert_cmpint(g_chmod(path, files[i].mode ? files[i].mode : 0444), ==, 0);
+	}
+	if (g_file_test(confd, G_FILE_TEST_IS_DIR))
+		g_assert_cmpint(g_chmod(confd, dir_mode ? dir_mode : 0555), ==, 0);
+	g_assert_cmpint(g_chmod(dir, dir_mode ? dir_mode : 0555), ==, 0);
+	return dir;
+}
+
+static char *main_path(const char *dir)
+{
+	return g_build_filename(dir, "wgshape.conf", NULL);
+}
+
+static void dump_warnings(const struct config *cfg)
+{
+	for (guint i = 0; i < cfg->warnings->len; i++)
+		g_test_message("warning: %s", (const char *)cfg->warnings->pdata[i]);
+}
+
+/* config_load of a folder holding only wgshape.conf with text; *path: that file. */
+static struct config *load_text(const char *text, char **path)
+{
+	const struct file f[] = { { "wgshape.conf", text } };
+	g_autofree char *dir = tree_new(f, 1, 0);
+	g_autofree char *why = NULL;
+	struct config *cfg = NULL;
+
+	*path = main_path(dir);
+	g_assert_cmpint(config_load(*path, true, &cfg, &why), ==, 0);
+	g_assert_null(why);
+	g_assert_nonnull(cfg);
+	rm_rf(dir);
+	dump_warnings(cfg);
+	return cfg;
+}
+
+static const struct shape_request *req_of(const struct config *cfg, const char *ifname)
+{
+	const struct conf_iface *c = config_match(cfg, ifname);
+
+	g_assert_nonnull(c);
+	return &c->req;
+}
+
+static void assert_req_eq(const struct shape_request *a, const struct shape_request *b)
+{
+	g_assert_cmpint(a->egress, ==, b->egress);
+	g_assert_cmpint(a->ingress, ==, b->ingress);
+	if (a->egress == DIR_SET)
+		g_assert_cmpuint(a->egress_rate, ==, b->egress_rate);
+	if (a->ingress == DIR_SET)
+		g_assert_cmpuint(a->ingress_rate, ==, b->ingress_rate);
+	g_assert_cmphex(a->opts.has, ==, b->opts.has);
+	if (a->opts.has & CAKE_HAS_OVERHEAD)
+		g_assert_cmpint(a->opts.overhead, ==, b->opts.overhead);
+	if (a->opts.has & CAKE_HAS_MPU)
+		g_assert_cmpuint(a->opts.mpu, ==, b->opts.mpu);
+	if (a->opts.has & CAKE_HAS_RTT)
+		g_assert_cmpuint(a->opts.rtt, ==, b->opts.rtt);
+	if (a->opts.has & CAKE_HAS_DIFFSERV)
+		g_assert_cmpuint(a->opts.diffserv, ==, b->opts.diffserv);
+	if (a->opts.has & CAKE_HAS_ACK_FILTER)
+		g_assert_cmpuint(a->opts.ack_filter, ==, b->opts.ack_filter);
+	if (a->opts.has & CAKE_HAS_MEMLIMIT)
+		g_assert_cmpuint(a->opts.memlimit, ==, b->opts.memlimit);
+	if (a->opts.has & CAKE_HAS_NAT)
+		g_assert_cmpint(a->opts.nat, ==, b->opts.nat);
+	if (a->opts.has & CAKE_HAS_WASH)
+		g_assert_cmpint(a->opts.wash, ==, b->opts.wash);
+	g_assert_cmpint(a->link_overhead, ==, b->link_overhead);
+	g_assert_cmpint(a->overhead_auto, ==, b->overhead_auto);
+}
+
+static const char *warning(const struct config *cfg, guint i)
+{
+	return cfg->warnings->pdata[i];
+}
+
+static void assert_has(const char *haystack, const char *needle)
+{
+	if (!strstr(haystack, needle))
+		g_error("'%s' does not say '%s'", haystack, needle);
+}
+
+/* Each key with good values: what reaches the shape_request, and no warning. */
+static void test_keys(void)
+{
+	static const struct {
+		const char *line;
+		struct shape_request want;
+	} t[] = {
+		{ "egress = 82mbit", { .egress = DIR_SET, .egress_rate = 10250000 } },
+		{ "egress=1gbit", { .egress = DIR_SET, .egress_rate = 125000000 } },
+		{ "egress = 10mbps", { .egress = DIR_SET, .egress_rate = 10000000 } },
+		{ "egress = off", { .egress = DIR_OFF } },
+		{ "ingress = 40mbit", { .ingress = DIR_SET, .ingress_rate = 5000000 } },
+		{ "ingress = off", { .ingress = DIR_OFF } },
+		{ "overhead = 60", { .opts = { .has = CAKE_HAS_OVERHEAD, .overhead = 60 } } },
+		{ "overhead = -64", { .opts = { .has = CAKE_HAS_OVERHEAD, .overhead = -64 } } },
+		{ "overhead = 256", { .opts = { .has = CAKE_HAS_OVERHEAD, .overhead = 256 } } },
+		{ "overhead = auto", { .overhead_auto = true } },
+		{ "link-overhead = 14", { .link_overhead = 14, .overhead_auto = true } },
+		{ "link-overhead = -4", { .link_overhead = -4, .overhead_auto = true } },
+		{ "mpu = 84", { .opts = { .has = CAKE_HAS_MPU, .mpu = 84 } } },
+		{ "mpu = 0", { .opts = { .has = CAKE_HAS_MPU, .mpu = 0 } } },
+		{ "rtt = 50ms", { .opts = { .has = CAKE_HAS_RTT, .rtt = 50000 } } },
+		{ "rtt = 100us", { .opts = { .has = CAKE_HAS_RTT, .rtt = 100 } } },
+		{ "rtt = 1s", { .opts = { .has = CAKE_HAS_RTT, .rtt = 1000000 } } },
+		{ "memlimit = 4m", { .opts = { .has = CAKE_HAS_MEMLIMIT, .memlimit = 4 << 20 } } },
+		{ "memlimit = 32kb", { .opts = { .has = CAKE_HAS_MEMLIMIT, .memlimit = 32 << 10 } } },
+		{ "diffserv = besteffort",
+		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_BESTEFFORT } } },
+		{ "diffserv = diffserv3",
+		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_DIFFSERV3 } } },
+		{ "diffserv = diffserv4",
+		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_DIFFSERV4 } } },
+		{ "diffserv = diffserv8",
+		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_DIFFSERV8 } } },
+		{ "diffserv = precedence",
+		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_PRECEDENCE } } },
+		{ "nat = yes", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+		{ "nat = true", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+		{ "nat = On", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+		{ "nat = 1", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+		{ "nat = no", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
+		{ "nat = false", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
+		{ "nat = off", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
+		{ "nat = 0", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
+		{ "wash = yes", { .opts = { .has = CAKE_HAS_WASH, .wash = true } } },
+		{ "wash = no", { .opts = { .has = CAKE_HAS_WASH, .wash = false } } },
+		{ "ack-filter = yes",
+		  { .opts = { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_FILTER } } },
+		{ "ack-filter = no",
+		  { .opts = { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_NONE } } },
+		{ "ack-filter = aggressive",
+		  { .opts = { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_AGGRESSIVE } } },
+		/* blanks an editor does not show */
+		{ "egress = 82mbit  ", { .egress = DIR_SET, .egress_rate = 10250000 } },
+		{ "nat = yes\t", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+		{ "  egress\t=\t82mbit", { .egress = DIR_SET, .egress_rate = 10250000 } },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *text = g_strdup_printf("[interface wg0]\n%s\n", t[i].line);
+		g_autofree char *path = NULL;
+		g_autoptr(config_t) cfg = NULL;
+		const struct conf_iface *c;
+
+		g_test_message("%s", t[i].line);
+		cfg = load_text(text, &path);
+		g_assert_cmpuint(cfg->warnings->len, ==, 0);
+		g_assert_cmpuint(cfg->ifaces->len, ==, 1);
+		c = config_match(cfg, "wg0");
+		g_assert_nonnull(c);
+		g_assert_cmpstr(c->name, ==, "wg0");
+		g_assert_false(c->glob);
+		g_assert_cmpint(c->enforce, ==, -1);
+		assert_req_eq(&c->req, &t[i].want);
+	}
+}
+
+/* Every key in one section, as one `set` line would give them. */
+static void test_all_keys(void)
+{
+	static const char text[] = "# the uplink\n"
+				   "[interface wg0]\n"
+				   "egress = 1gbit\n"
+				   "ingress = 500mbit\n"
+				   "overhead = -64\n"
+				   "mpu = 84\n"
+				   "rtt = 50ms\n"
+				   "diffserv = diffserv4\n"
+				   "nat = yes\n"
+				   "wash = yes\n"
+				   "ack-filter = aggressive\n"
+				   "memlimit = 4m\n"
+				   "enforce = no\n";
+	g_autofree char *path = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+	const struct conf_iface *c = config_match(cfg, "wg0");
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 0);
+	g_assert_nonnull(c);
+	g_assert_cmpint(c->req.egress, ==, DIR_SET);
+	g_assert_cmpuint(c->req.egress_rate, ==, 125000000);
+	g_assert_cmpint(c->req.ingress, ==, DIR_SET);
+	g_assert_cmpuint(c->req.ingress_rate, ==, 62500000);
+	g_assert_cmphex(c->req.opts.has, ==,
+			CAKE_HAS_OVERHEAD | CAKE_HAS_MPU | CAKE_HAS_RTT | CAKE_HAS_DIFFSERV |
+				CAKE_HAS_NAT | CAKE_HAS_WASH | CAKE_HAS_ACK_FILTER |
+				CAKE_HAS_MEMLIMIT);
+	g_assert_cmpint(c->req.opts.overhead, ==, -64);
+	g_assert_cmpuint(c->req.opts.mpu, ==, 84);
+	g_assert_cmpuint(c->req.opts.rtt, ==, 50000);
+	g_assert_cmpuint(c->req.opts.diffserv, ==, CAKE_DS_DIFFSERV4);
+	g_assert_true(c->req.opts.nat);
+	g_assert_true(c->req.opts.wash);
+	g_assert_cmpuint(c->req.opts.ack_filter, ==, CAKE_ACKF_AGGRESSIVE);
+	g_assert_cmpuint(c->req.opts.memlimit, ==, 4 << 20);
+	g_assert_false(c->req.overhead_auto);
+	g_assert_cmpint(c->enforce, ==, 0);
+	/* the daemon's defaults stand */
+	g_assert_true(cfg->enforce);
+	g_assert_false(cfg->clear_on_exit);
+	g_assert_cmpuint(cfg->files->len, ==, 1);
+	g_assert_cmpstr(cfg->files->pdata[0], ==, path);
+}
+
+static void test_enforce_and_daemon(void)
+{
+	static const struct {
+		const char *text;
+		int iface_enforce;
+		bool enforce, clear_on_exit;
+	} t[] = {
+		{ "[interface wg0]\n", -1, true, false },
+		{ "[interface wg0]\nenforce = no\n", 0, true, false },
+		{ "[interface wg0]\nenforce = yes\n", 1, true, false },
+		{ "[interface wg0]\n[daemon]\nenforce = no\n", -1, false, false },
+		{ "[daemon]\nclear-on-exit = yes\n[interface wg0]\nenforce = on\n", 1, true, true },
+		{ "[daemon]\nenforce = false\nclear-on-exit = 1\n[interface wg0]\n", -1, false,
+		  true },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *path = NULL;
+		g_autoptr(config_t) cfg = NULL;
+		const struct conf_iface *c;
+
+		g_test_message("%s", t[i].text);
+		cfg = load_text(t[i].text, &path);
+		g_assert_cmpuint(cfg->warnings->len, ==, 0);
+		c = config_match(cfg, "wg0");
+		g_assert_nonnull(c);
+		g_assert_cmpint(c->enforce, ==, t[i].iface_enforce);
+		g_assert_cmpint(cfg->enforce, ==, t[i].enforce);
+		g_assert_cmpint(cfg->clear_on_exit, ==, t[i].clear_on_exit);
+		/* a section with no shaping keys asks for nothing */
+		g_assert_cmpint(c->req.egress, ==, DIR_KEEP);
+		g_assert_cmpint(c->req.ingress, ==, DIR_KEEP);
+		g_assert_cmphex(c->req.opts.has, ==, 0);
+	}
+}
+
+/*
+ * A bad value: one warning with file:line, the key and the value; that line
+ * is skipped and the rest of the section applies as if it were not there.
+ */
+static void test_bad_value(void)
+{
+	static const struct {
+		const char *key, *value;
+	} t[] = {
+		{ "egress", "fast" },
+		{ "egress", "0" },
+		{ "egress", "" },
+		{ "egress", "85" },
+		{ "egress", "10mbit nat" }, /* one value, not two words */
+		{ "egress", "ingress" },
+		{ "ingress", "-5mbit" },
+		{ "ingress", "offf" },
+		{ "overhead", "300" },
+		{ "overhead", "6x" },
+		{ "overhead", "auto wash" },
+		{ "link-overhead", "1000" },
+		{ "link-overhead", "auto" },
+		{ "mpu", "257" },
+		{ "mpu", "-1" },
+		{ "rtt", "soon" },
+		{ "rtt", "0" },
+		{ "memlimit", "lots" },
+		{ "diffserv", "diffserv5" },
+		{ "diffserv", "nat" },
+		{ "diffserv", "diffserv4 nat" },
+		{ "nat", "maybe" },
+		{ "nat", "nat" },
+		{ "wash", "2" },
+		{ "ack-filter", "very" },
+		{ "ack-filter", "ack-filter-aggressive" },
+		{ "enforce", "perhaps" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		/* the lines around it use other keys than the bad one */
+		const char *before = strcmp(t[i].key, "egress") ? "egress = 10mbit"
+								: "ingress = 5mbit";
+		const char *after = strcmp(t[i].key, "wash") ? "wash = yes" : "nat = yes";
+		g_autofree char *text = g_strdup_printf("# wg0\n[interface wg0]\n%s\n%s = %s\n%s\n",
+							before, t[i].key, t[i].value, after);
+		g_autofree char *good = g_strdup_printf("[interface wg0]\n%s\n%s\n", before, after);
+		g_autofree char *path = NULL, *good_path = NULL, *at = NULL, *quoted = NULL;
+		g_autoptr(config_t) cfg = NULL;
+		g_autoptr(config_t) want = NULL;
+
+		g_test_message("%s = '%s'", t[i].key, t[i].value);
+		cfg = load_text(text, &path);
+		want = load_text(good, &good_path);
+		g_assert_cmpuint(cfg->warnings->len, ==, 1);
+		at = g_strdup_printf("%s:4:", path);
+		quoted = g_strdup_printf("'%s'", t[i].value);
+		assert_has(warning(cfg, 0), at);
+		assert_has(warning(cfg, 0), t[i].key);
+		assert_has(warning(cfg, 0), quoted);
+		g_assert_null(strchr(warning(cfg, 0), '\n'));
+		assert_req_eq(req_of(cfg, "wg0"), req_of(want, "wg0"));
+		g_assert_cmpint(config_match(cfg, "wg0")->enforce, ==, -1);
+	}
+}
+
+static void test_bad_daemon_value(void)
+{
+	static const char text[] = "[daemon]\n"
+				   "enforce = sometimes\n"
+				   "clear-on-exit = yes\n"
+				   "[daemon]\n"
+				   "clear-on-exit = 2\n";
+	g_autofree char *path = NULL, *at2 = NULL, *at5 = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+
+	/* the second [daemon] joins the first; clear-on-exit = 2 is its last word */
+	g_assert_cmpuint(cfg->warnings->len, ==, 2);
+	at2 = g_strdup_printf("%s:2:", path);
+	at5 = g_strdup_printf("%s:5:", path);
+	assert_has(warning(cfg, 0), at2);
+	assert_has(warning(cfg, 0), "enforce");
+	assert_has(warning(cfg, 0), "'sometimes'");
+	assert_has(warning(cfg, 1), at5);
+	assert_has(warning(cfg, 1), "clear-on-exit");
+	assert_has(warning(cfg, 1), "'2'");
+	g_assert_true(cfg->enforce);
+	g_assert_false(cfg->clear_on_exit);
+}
+
+/* Unknown keys and sections, and lines GKeyFile reads as odd keys. */
+static void test_unknown(void)
+{
+	static const struct {
+		const char *text;
+		unsigned int line;
+		const char *says[3];
+	} t[] = {
+		{ "[interface wg0]\negress = 10mbit\nbandwidth = 5mbit\n",
+		  3,
+		  { "unknown key", "'bandwidth'", "'5mbit'" } },
+		{ "[interface wg0]\negress = 10mbit\n\n# x\nEgress = 5mbit\n",
+		  5,
+		  { "unknown key", "'Egress'", "'5mbit'" } },
+		{ "[interface wg0]\negress = 10mbit\n; nat = yes\n", 3, { "unknown key", "'; nat'" } },
+		{ "[interface wg0]\negress = 10mbit\n[daemon]\nverbose = yes\n",
+		  4,
+		  { "unknown key", "'verbose'", "'yes'" } },
+		{ "[interfaces wg1]\negress = 5mbit\n[interface wg0]\negress = 10mbit\n",
+		  1,
+		  { "unknown section", "[interfaces wg1]" } },
+		{ "[interface wg0]\negress = 10mbit\n[Daemon]\nenforce = no\n",
+		  3,
+		  { "unknown section", "[Daemon]" } },
+		{ "[interface wg0]\negress = 10mbit\n[interface a/b]\negress = 5mbit\n",
+		  3,
+		  { "'a/b'", "not an interface name" } },
+		{ "[interface wg0]\negress = 10mbit\n[interface ]\negress = 5mbit\n",
+		  3,
+		  { "[interface ]", "not an interface name" } },
+		{ "[interface wg0]\negress = 10mbit\n[interface 0123456789abcdef]\n",
+		  3,
+		  { "'0123456789abcdef'", "not an interface name" } },
+		/* one warning for a bad key written twice, at its last line */
+		{ "[interface wg0]\negress = 10mbit\nspeed = 1\nspeed = 2\n",
+		  4,
+		  { "unknown key", "'speed'", "'2'" } },
+		{ "[interface wg0]\negress = 10mbit\nrtt = soon\nrtt = later\n",
+		  4,
+		  { "rtt", "'later'" } },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *path = NULL, *at = NULL;
+		g_autoptr(config_t) cfg = NULL;
+		const struct shape_request *r;
+
+		g_test_message("%s", t[i].text);
+		cfg = load_text(t[i].text, &path);
+		g_assert_cmpuint(cfg->warnings->len, ==, 1);
+		at = g_strdup_printf("%s:%u:", path, t[i].line);
+		assert_has(warning(cfg, 0), at);
+		for (size_t s = 0; s < G_N_ELEMENTS(t[i].says) && t[i].says[s]; s++)
+			assert_has(warning(cfg, 0), t[i].says[s]);
+		/* the rest of the file applies */
+		g_assert_cmpuint(cfg->ifaces->len, ==, 1);
+		r = req_of(cfg, "wg0");
+		g_assert_cmpint(r->egress, ==, DIR_SET);
+		g_assert_cmpuint(r->egress_rate, ==, 10000000 / 8);
+		g_assert_true(cfg->enforce);
+	}
+}
+
+/* Line numbers count blank lines, comments and CRLF line ends. */
+static void test_line_numbers(void)
+{
+	static const char text[] = "\r\n"
+				   "# comment\r\n"
+				   "[interface wg1]\r\n"
+				   "egress = 5mbit\r\n"
+				   "\r\n"
+				   "[interface wg0]\r\n"
+				   "\t# rtt = soon\r\n"
+				   "rtt = soon\r\n"
+				   "[interface wg1]\r\n"
+				   "mpu = 999\r\n";
+	g_autofree char *path = NULL, *at8 = NULL, *at10 = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 2);
+	at8 = g_strdup_printf("%s:8:", path);
+	at10 = g_strdup_printf("%s:10:", path);
+	/* GKeyFile gives groups in order first seen, keys in order within */
+	assert_has(warning(cfg, 0), at10);
+	assert_has(warning(cfg, 0), "'999'");
+	assert_has(warning(cfg, 1), at8);
+	assert_has(warning(cfg, 1), "'soon'");
+	g_assert_cmpuint(req_of(cfg, "wg1")->egress_rate, ==, 625000);
+}
+
+/* Not INI at all: the file is skipped as a whole with one warning. */
+static void test_not_ini(void)
+{
+	static const struct {
+		const char *data;
+		size_t len;
+	} t[] = {
+		{ "egress = 10mbit\n[interface wg0]\n", 0 },
+		{ "[interface wg0]\negress 10mbit\n", 0 },
+		{ "[interface wg0\negress = 10mbit\n", 0 },
+		{ "#!/bin/sh\nwgshape set wg0 egress 10mbit\n", 0 },
+		{ "\x7f" "ELF\x02\x01\x01\x00\x00\x00", 10 },
+		{ "\xff\xfe[\x00i\x00]\x00", 8 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autoptr(config_t) cfg = config_new();
+		size_t len = t[i].len ? t[i].len : strlen(t[i].data);
+
+		g_assert_cmpint(config_parse_data(cfg, "x.conf", t[i].data, len), ==, -EBADMSG);
+		g_assert_cmpuint(cfg->warnings->len, ==, 1);
+		assert_has(warning(cfg, 0), "x.conf");
+		assert_has(warning(cfg, 0), "not an INI file");
+		g_assert_cmpuint(cfg->ifaces->len, ==, 0);
+		g_assert_cmpuint(cfg->files->len, ==, 0);
+		g_assert_null(config_match(cfg, "wg0"));
+	}
+
+	/* through config_load: that file skipped, the others read */
+	{
+		const struct file f[] = {
+			{ "wgshape.conf", "egress = 10mbit\n" },
+			{ "conf.d/10-a.conf", "[interface wg0]\negress = 20mbit\n" },
+		};
+		g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
+		g_autofree char *path = main_path(dir);
+		g_autofree char *why = NULL;
+		g_autoptr(config_t) cfg = NULL;
+
+		g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+		rm_rf(dir);
+		g_assert_cmpuint(cfg->warnings->len, ==, 1);
+		assert_has(warning(cfg, 0), path);
+		g_assert_cmpuint(req_of(cfg, "wg0")->egress_rate, ==, 2500000);
+	}
+}
+
+/* An exact name beats a glob wherever it is; among globs the first one wins. */
+static void test_glob_precedence(void)
+{
+	static const struct {
+		const char *text;
+		const char *ifname;
+		const char *section; /* NULL: none */
+	} t[] = {
+		{ "[interface wg*]\n[interface wg0]\n", "wg0", "wg0" },
+		{ "[interface wg*]\n[interface wg0]\n", "wg1", "wg*" },
+		{ "[interface wg0]\n[interface wg*]\n", "wg0", "wg0" },
+		{ "[interface wg0]\n[interface wg*]\n", "wg1", "wg*" },
+		{ "[interface wg0]\n[interface wg*]\n", "eth0", NULL },
+		{ "[interface wg0]\n[interface wg*]\n", "wg", "wg*" },
+		{ "[interface wg*]\n[interface w*]\n", "wg1", "wg*" },
+		{ "[interface wg*]\n[interface w*]\n", "wan0", "w*" },
+		{ "[interface w*]\n[interface wg*]\n", "wg1", "w*" },
+		{ "[interface w*]\n[interface wg*]\n[interface wg1]\n", "wg1", "wg1" },
+		{ "[interface wg?]\n", "wg1", "wg?" },
+		{ "[interface wg?]\n", "wg10", NULL },
+		{ "[interface *]\n[interface wg0]\n", "anything", "*" },
+		{ "[interface wg0]\n", "wg00", NULL },
+		{ "[interface wg0]\n", "wg", NULL },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autoptr(config_t) cfg = config_new();
+		const struct conf_iface *c;
+
+		g_test_message("%s -> %s", t[i].ifname, t[i].section ? t[i].section : "none");
+		g_assert_cmpint(config_parse_data(cfg, "t.conf", t[i].text, strlen(t[i].text)), ==,
+				0);
+		g_assert_cmpuint(cfg->warnings->len, ==, 0);
+		c = config_match(cfg, t[i].ifname);
+		if (!t[i].section) {
+			g_assert_null(c);
+			continue;
+		}
+		g_assert_nonnull(c);
+		g_assert_cmpstr(c->name, ==, t[i].section);
+		g_assert_cmpint(c->glob, ==, strchr(t[i].section, '*') || strchr(t[i].section, '?'));
+	}
+}
+
+/*
+ * '*' and '?' as the shell has them, over bytes: an interface name need not be
+ * UTF-8, and matching one against a glob must not abort (GLib's g_pattern
+ * asserts on such text).
+ */
+static void test_glob(void)
+{
+	static const struct {
+		const char *pattern, *name;
+		bool match;
+	} t[] = {
+		{ "wg*", "wg", true },
+		{ "wg*", "wg0", true },
+		{ "wg*", "w", false },
+		{ "wg*", "xwg0", false },
+		{ "*", "", true },
+		{ "*0", "wg0", true },
+		{ "*0", "wg01", false },
+		{ "*g*0", "wg10", true },
+		{ "*g*0", "wg01", false },
+		{ "w*g*", "wgg", true },
+		{ "w*g?", "wg", false },
+		{ "w*g?", "wgg1", true },
+		{ "a*b*c", "aXbYbZc", true },
+		{ "a*b*c", "aXbYcZ", false },
+		{ "**", "x", true },
+		{ "?", "", false },
+		{ "?", "a", true },
+		{ "??", "a", false },
+		{ "wg?", "wg10", false },
+		/* bytes, not UTF-8 */
+		{ "wg?", "wg\xff", true },
+		{ "wg??", "wg\xc3\xa9", true },
+		{ "wg?", "wg\xc3\xa9", false },
+		{ "*?", "wg0\xe0", true },
+		{ "?*", "wg0\xe0", true },
+		{ "*g*0", "wg0\xe0", false },
+		{ "w*\xdd", "wg\xdd", true },
+		{ "w*1\xdd", "wg0", false },
+		{ "\xe0*", "\xe0\xe0", true },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *text = g_strdup_printf("[interface %s]\n", t[i].pattern);
+		g_autofree char *p = g_strescape(t[i].pattern, NULL);
+		g_autofree char *n = g_strescape(t[i].name, NULL);
+		g_autoptr(config_t) cfg = config_new();
+		const struct conf_iface *c;
+
+		g_test_message("%s vs %s", p, n);
+		g_assert_cmpint(config_parse_data(cfg, "t.conf", text, strlen(text)), ==, 0);
+		g_assert_cmpuint(cfg->ifaces->len, ==, 1);
+		g_assert_true(((struct conf_iface *)cfg->ifaces->pdata[0])->glob);
+		c = config_match(cfg, t[i].name);
+		g_assert_cmpint(c != NULL, ==, t[i].match);
+	}
+}
+
+/*
+ * wgshape.conf, then conf.d's NAME.conf files in name order; a section named again
+ * merges with the earlier one and its later keys win.
+ */
+static void test_merge(void)
+{
+	/* written out of order, so the folder's order is not the name order */
+	const struct file f[] = {
+		{ "conf.d/20-b.conf", "[interface wg0]\negress = 30mbit\n" },
+		{ "wgshape.conf", "[interface wg0]\n"
+				  "egress = 10mbit\n"
+				  "diffserv = diffserv4\n"
+				  "enforce = no\n"
+				  "[daemon]\n"
+				  "clear-on-exit = yes\n" },
+		{ "conf.d/README", "not read" },
+		{ "conf.d/30-c.conf.disabled", "[interface wg0]\negress = 1kbit\n" },
+		{ "conf.d/10-a.conf", "[interface wg0]\n"
+				      "egress = 20mbit\n"
+				      "nat = yes\n"
+				      "enforce = yes\n"
+				      "[interface wg*]\n"
+				      "ingress = 1mbit\n" },
+	};
+	g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
+	g_autofree char *path = main_path(dir);
+	g_autofree char *a = g_build_filename(dir, "conf.d", "10-a.conf", NULL);
+	g_autofree char *b = g_build_filename(dir, "conf.d", "20-b.conf", NULL);
+	g_autofree char *why = NULL;
+	g_autoptr(config_t) cfg = NULL;
+	const struct conf_iface *c;
+
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+	rm_rf(dir);
+	dump_warnings(cfg);
+	g_assert_cmpuint(cfg->warnings->len, ==, 0);
+	g_assert_cmpuint(cfg->files->len, ==, 3);
+	g_assert_cmpstr(cfg->files->pdata[0], ==, path);
+	g_assert_cmpstr(cfg->files->pdata[1], ==, a);
+	g_assert_cmpstr(cfg->files->pdata[2], ==, b);
+
+	g_assert_cmpuint(cfg->ifaces->len, ==, 2);
+	c = config_match(cfg, "wg0");
+	g_assert_cmpstr(c->name, ==, "wg0");
+	g_assert_cmpuint(c->req.egress_rate, ==, 30000000 / 8);
+	g_assert_cmpuint(c->req.opts.diffserv, ==, CAKE_DS_DIFFSERV4);
+	g_assert_true(c->req.opts.has & CAKE_HAS_NAT);
+	g_assert_true(c->req.opts.nat);
+	g_assert_cmpint(c->req.ingress, ==, DIR_KEEP);
+	g_assert_cmpint(c->enforce, ==, 1);
+	/* the section is where it was first seen */
+	g_assert_true(g_str_has_prefix(c->where, path));
+	c = config_match(cfg, "wg1");
+	g_assert_cmpstr(c->name, ==, "wg*");
+	g_assert_cmpuint(c->req.ingress_rate, ==, 125000);
+	g_assert_true(cfg->clear_on_exit);
+}
+
+/* Many files: the last by name wins, whatever order the folder lists them in. */
+static void test_name_order(void)
+{
+	static const char *const names[] = { "50", "07", "99-z", "10", "9", "a", "00", "42-x",
+					     "Z", "11", "zz", "05" };
+	struct file f[G_N_ELEMENTS(names)];
+	g_autofree char *dir = NULL, *path = NULL, *why = NULL;
+	g_autoptr(config_t) cfg = NULL;
+	char *texts[G_N_ELEMENTS(names)];
+	char *files[G_N_ELEMENTS(names)];
+	size_t last = 0;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+		files[i] = g_strdup_printf("conf.d/%s.conf", names[i]);
+		texts[i] = g_strdup_printf("[interface wg0]\negress = %zukbit\n", i + 1);
+		f[i] = (struct file){ files[i], texts[i], 0 };
+		if (strcmp(names[i], names[last]) > 0)
+			last = i;
+	}
+	dir = tree_new(f, G_N_ELEMENTS(f), 0);
+	path = main_path(dir);
+	g_assert_cmpint(config_load(path, false, &cfg, &why), ==, 0);
+	g_assert_null(why);
+	rm_rf(dir);
+
+	/* the missing wgshape.conf, and nothing else */
+	g_assert_cmpuint(cfg->warnings->len, ==, 1);
+	g_assert_cmpuint(cfg->files->len, ==, G_N_ELEMENTS(names));
+	for (guint i = 1; i < cfg->files->len; i++)
+		g_assert_cmpstr(cfg->files->pdata[i - 1], <, cfg->files->pdata[i]);
+	g_assert_cmpuint(req_of(cfg, "wg0")->egress_rate, ==, (last + 1) * 1000 / 8);
+
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_free(files[i]);
+		g_free(texts[i]);
+	}
+}
+
+/* overhead and link-overhead together: the section is skipped, with a warning. */
+static void test_conflict(void)
+{
+	static const struct {
+		const char *text;
+		unsigned int line;
+		const char *says;
+	} t[] = {
+		{ "[interface wg1]\negress = 5mbit\n"
+		  "[interface wg0]\negress = 10mbit\noverhead = 60\nlink-overhead = 14\n",
+		  3, "link-overhead only adds to overhead auto" },
+		{ "[interface wg1]\negress = 5mbit\n"
+		  "[interface wg0]\nlink-overhead = 14\negress = 10mbit\noverhead = 60\n",
+		  3, "link-overhead only adds to overhead auto" },
+		{ "[interface wg1]\negress = 5mbit\n"
+		  "[interface wg0]\negress = off\nnat = yes\n",
+		  3, "off sets none" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *path = NULL, *at = NULL;
+		g_autoptr(config_t) cfg = NULL;
+
+		g_test_message("%s", t[i].text);
+		cfg = load_text(t[i].text, &path);
+		g_assert_cmpuint(cfg->warnings->len, ==, 1);
+		at = g_strdup_printf("%s:%u:", path, t[i].line);
+		assert_has(warning(cfg, 0), at);
+		assert_has(warning(cfg, 0), "[interface wg0]");
+		assert_has(warning(cfg, 0), "section skipped");
+		assert_has(warning(cfg, 0), t[i].says);
+		g_assert_null(config_match(cfg, "wg0"));
+		g_assert_cmpuint(cfg->ifaces->len, ==, 1);
+		g_assert_cmpuint(req_of(cfg, "wg1")->egress_rate, ==, 625000);
+	}
+
+	/* the same across two files: the merged section is what is refused */
+	{
+		const struct file f[] = {
+			{ "wgshape.conf", "\n[interface wg0]\negress = 10mbit\noverhead = 60\n" },
+			{ "conf.d/10-a.conf", "[interface wg0]\nlink-overhead = 14\n" },
+		};
+		g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
+		g_autofree char *path = main_path(dir);
+		g_autofree char *at = g_strdup_printf("%s:2:", path);
+		g_autofree char *why = NULL;
+		g_autoptr(config_t) cfg = NULL;
+
+		g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+		rm_rf(dir);
+		dump_warnings(cfg);
+		g_assert_cmpuint(cfg->warnings->len, ==, 1);
+		assert_has(warning(cfg, 0), at);
+		assert_has(warning(cfg, 0), "section skipped");
+		g_assert_null(config_match(cfg, "wg0"));
+	}
+}
+
+static void test_mode_safe(void)
+{
+	static const struct {
+		uid_t uid;
+		gid_t gid;
+		mode_t mode;
+		bool safe;
+	} t[] = {
+		{ 0, 0, 0644, true },	  { 0, 0, 0600, true },	     { 0, 0, 0664, true },
+		{ 0, 0, 0444, true },	  { 0, 100, 0644, true },    { 0, 100, 0664, false },
+		{ 0, 100, 0464, false },  { 0, 0, 0646, false },     { 0, 0, 0666, false },
+		{ 0, 0, 0602, false },	  { 1000, 0, 0644, false },  { 1000, 0, 0444, true },
+		{ 1000, 0, 0200, false }, { 1000, 1000, 0444, true }, { 1000, 1000, 0440, true },
+		{ 0, 0, 0755 | S_IFDIR, true }, { 0, 0, 0775 | S_IFDIR, true },
+		{ 0, 0, 0777 | S_IFDIR, false }, { 0, 0, 01777 | S_IFDIR, false },
+		{ 0, 50, 0775 | S_IFDIR, false }, { 1000, 0, 0555 | S_IFDIR, true },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_test_message("uid %u gid %u mode %o", (unsigned int)t[i].uid,
+			       (unsigned int)t[i].gid, (unsigned int)t[i].mode);
+		g_assert_cmpint(config_mode_safe(t[i].uid, t[i].gid, t[i].mode), ==, t[i].safe);
+	}
+}
+
+/* Files and folders others can write are refused, whoever runs the test. */
+static void test_refuse_writable(void)
+{
+	static const struct {
+		const char *what;
+		mode_t main_mode, confd_file_mode, dir_mode;
+		const char *refused; /* relative to the folder; "" is the folder */
+	} t[] = {
+		{ "world-writable wgshape.conf", 0666, 0, 0, "wgshape.conf" },
+		{ "wgshape.conf 0646", 0646, 0, 0, "wgshape.conf" },
+		{ "world-writable conf.d file", 0, 0666, 0, "conf.d/10-a.conf" },
+		{ "world-writable folder", 0, 0, 0777, "" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		const struct file f[] = {
+			{ "wgshape.conf", "[interface wg0]\negress = 10mbit\n", t[i].main_mode },
+			{ "conf.d/10-a.conf", "[interface wg0]\nnat = yes\n", t[i].confd_file_mode },
+		};
+		g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), t[i].dir_mode);
+		g_autofree char *path = main_path(dir);
+		g_autofree char *bad = g_build_filename(dir, t[i].refused, NULL);
+		g_autofree char *why = NULL;
+		struct config *cfg = NULL;
+
+		g_test_message("%s", t[i].what);
+		g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+		rm_rf(dir);
+		g_assert_null(cfg);
+		g_assert_nonnull(why);
+		g_test_message("why: %s", why);
+		assert_has(why, bad);
+		assert_has(why, "writable");
+		g_assert_null(strchr(why, '\n'));
+	}
+}
+
+/* Ownership: only root can chown, and a non-root owner's 0644 is refused. */
+static void test_refuse_owner(void)
+{
+	const struct file f[] = { { "wgshape.conf", "[interface wg0]\n", 0644 } };
+	g_autofree char *dir = tree_new(f, 1, 0);
+	g_autofree char *path = main_path(dir);
+	g_autofree char *why = NULL;
+	struct config *cfg = NULL;
+
+	if (geteuid() != 0) {
+		/* our own 0644 file: we could rewrite it, so could anyone running as us */
+		g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+		g_assert_null(cfg);
+		assert_has(why, "writable");
+		rm_rf(dir);
+		return;
+	}
+
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+	g_clear_pointer(&cfg, config_free);
+	g_assert_cmpint(chmod(path, 0664), ==, 0);
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+	g_clear_pointer(&cfg, config_free);
+	/* group-writable by a group other than root's */
+	g_assert_cmpint(chown(path, 0, 100), ==, 0);
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+	g_assert_null(cfg);
+	assert_has(why, path);
+	g_clear_pointer(&why, g_free);
+	/* owned by someone else */
+	g_assert_cmpint(chown(path, 1000, 0), ==, 0);
+	g_assert_cmpint(chmod(path, 0644), ==, 0);
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+	g_clear_pointer(&why, g_free);
+	g_assert_cmpint(chmod(path, 0444), ==, 0);
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+	g_clear_pointer(&cfg, config_free);
+	/* the folder owned by someone else */
+	g_assert_cmpint(chown(dir, 1000, 0), ==, 0);
+	g_assert_cmpint(chmod(dir, 0755), ==, 0);
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+	assert_has(why, dir);
+	g_assert_null(cfg);
+	rm_rf(dir);
+}
+
+static void test_missing(void)
+{
+	const struct file f[] = {
+		{ "conf.d/10-a.conf", "[interface wg0]\negress = 20mbit\n" },
+	};
+	g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
+	g_autofree char *path = main_path(dir);
+	g_autofree char *why = NULL;
+	struct config *cfg = NULL;
+
+	/* must exist: an error naming the file, and nothing else read */
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -ENOENT);
+	g_assert_null(cfg);
+	assert_has(why, path);
+	g_clear_pointer(&why, g_free);
+
+	/* may be missing: a warning, and conf.d still read */
+	g_assert_cmpint(config_load(path, false, &cfg, &why), ==, 0);
+	g_assert_null(why);
+	g_assert_cmpuint(cfg->warnings->len, ==, 1);
+	assert_has(warning(cfg, 0), path);
+	assert_has(warning(cfg, 0), "no such file");
+	g_assert_cmpuint(req_of(cfg, "wg0")->egress_rate, ==, 2500000);
+	g_clear_pointer(&cfg, config_free);
+	rm_rf(dir);
+
+	/* no folder at all */
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -ENOENT);
+	g_assert_null(cfg);
+	assert_has(why, path);
+	g_clear_pointer(&why, g_free);
+	g_assert_cmpint(config_load(path, false, &cfg, &why), ==, 0);
+	g_assert_null(why);
+	g_assert_cmpuint(cfg->ifaces->len, ==, 0);
+	g_assert_cmpuint(cfg->files->len, ==, 0);
+	g_assert_cmpuint(cfg->warnings->len, ==, 1);
+	g_clear_pointer(&cfg, config_free);
+}
+
+/* Not a regular file or folder: refused with a reason, not read. */
+static void test_not_regular(void)
+{
+	const struct file f[] = { { "wgshape.conf/x", "" } };
+	g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
+	g_autofree char *path = main_path(dir);
+	g_autofree char *why = NULL;
+	struct config *cfg = NULL;
+
+	g_assert_cmpint(g_chmod(path, 0555), ==, 0);
+	g_assert_cmpint(config_load(path, false, &cfg, &why), <, 0);
+	g_assert_null(cfg);
+	assert_has(why, path);
+	assert_has(why, "not a regular file");
+	g_clear_pointer(&why, g_free);
+	rm_rf(dir);
+
+	/* a folder that is a file, and a path through a file: a reason each time */
+	g_assert_cmpint(config_load("/dev/null/wgshape.conf", false, &cfg, &why), <, 0);
+	assert_has(why, "/dev/null: not a folder");
+	g_clear_pointer(&why, g_free);
+	g_assert_cmpint(config_load("/dev/null/x/wgshape.conf", false, &cfg, &why), ==, -ENOTDIR);
+	g_assert_null(cfg);
+	g_assert_nonnull(why);
+	assert_has(why, "/dev/null/x");
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/config/keys", test_keys);
+	g_test_add_func("/config/all-keys", test_all_keys);
+	g_test_add_func("/config/enforce-and-daemon", test_enforce_and_daemon);
+	g_test_add_func("/config/bad-value", test_bad_value);
+	g_test_add_func("/config/bad-daemon-value", test_bad_daemon_value);
+	g_test_add_func("/config/unknown", test_unknown);
+	g_test_add_func("/config/line-numbers", test_line_numbers);
+	g_test_add_func("/config/not-ini", test_not_ini);
+	g_test_add_func("/config/glob", test_glob);
+	g_test_add_func("/config/glob-precedence", test_glob_precedence);
+	g_test_add_func("/config/merge", test_merge);
+	g_test_add_func("/config/name-order", test_name_order);
+	g_test_add_func("/config/conflict", test_conflict);
+	g_test_add_func("/config/mode-safe", test_mode_safe);
+	g_test_add_func("/config/refuse-writable", test_refuse_writable);
+	g_test_add_func("/config/refuse-owner", test_refuse_owner);
+	g_test_add_func("/config/missing", test_missing);
+	g_test_add_func("/config/not-regular", test_not_regular);
+	return g_test_run();
+}
