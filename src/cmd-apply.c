@@ -126,8 +126,11 @@ int check_config_main(int argc, char **argv, const struct cli *cli)
 		words = g_strjoinv(" ", (char **)c->words->pdata);
 		g_ptr_array_remove_index(c->words, c->words->len - 1);
 		if (!cli->json) {
-			printf("[interface %s]  %s%s  (%s)\n", c->name, words,
-			       c->req.opts.has & CAKE_HAS_OVERHEAD ? "" : " overhead auto", c->where);
+			bool idle = c->req.egress == DIR_KEEP && c->req.ingress == DIR_KEEP;
+
+			printf("[interface %s]  %s%s%s  (%s)%s\n", c->name, words, *words ? " " : "",
+			       c->req.opts.has & CAKE_HAS_OVERHEAD ? "" : "overhead auto", c->where,
+			       idle ? "  does nothing: no egress or ingress" : "");
 			continue;
 		}
 		json_builder_begin_object(j);

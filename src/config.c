@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
@@ -383,6 +384,13 @@ static int check_safe(const char *path, bool is_dir, char **why)
 	if (is_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
 		*why = g_strdup_printf("%s: not a %s", path, is_dir ? "folder" : "regular file");
 		return -EINVAL;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		/* Its owner can chmod it at will, whatever the mode says now. */
+		*why = g_strdup_printf("%s: owned by uid %u, who could change it at will; refusing "
+				       "to take orders from it (chown root)",
+				       path, (unsigned int)st.st_uid);
+		return -EPERM;
 	}
 	if (!config_mode_safe(st.st_uid, st.st_gid, st.st_mode)) {
 		*why = g_strdup_printf("%s: writable by someone other than root (owner %u, group "

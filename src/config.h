@@ -54,7 +54,10 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
  */
 int config_load(const char *path, bool must_exist, struct config **out, char **why);
 
-/* Is a file of this owner and mode safe to take orders from, as root? */
+/*
+ * Do mode and group leave a file writable only by its owner and root? (The
+ * loader also refuses an owner other than root or the caller.)
+ */
 bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode);
 
 /* The section for ifname: an exact name beats a glob; then the first glob. */

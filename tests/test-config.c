@@ -876,9 +876,13 @@ static void test_refuse_owner(void)
 	g_assert_cmpint(chmod(path, 0644), ==, 0);
 	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
 	g_clear_pointer(&why, g_free);
+	/* read-only makes no difference: its owner can chmod it back */
 	g_assert_cmpint(chmod(path, 0444), ==, 0);
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
-	g_clear_pointer(&cfg, config_free);
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+	assert_has(why, "owned by uid 1000");
+	g_assert_null(cfg);
+	g_clear_pointer(&why, g_free);
+	g_assert_cmpint(chown(path, 0, 0), ==, 0);
 	/* the folder owned by someone else */
 	g_assert_cmpint(chown(dir, 1000, 0), ==, 0);
 	g_assert_cmpint(chmod(dir, 0755), ==, 0);
