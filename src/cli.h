@@ -26,6 +26,7 @@ int clear_main(int argc, char **argv, const struct cli *cli);
 int apply_main(int argc, char **argv, const struct cli *cli);
 int check_config_main(int argc, char **argv, const struct cli *cli);
 int daemon_main(int argc, char **argv, const struct cli *cli);
+int dispatch_main(int argc, char **argv, const struct cli *cli);
 
 struct config;
 /* Load the configuration -c names (or the default) and log its warnings; NULL if unusable. */
@@ -38,7 +39,7 @@ struct config *cli_load_config(const struct cli *cli);
 int set_args_parse(int argc, char **argv, struct shape_request *req, char *err, size_t errlen);
 
 extern const char set_usage[], show_usage[], clear_usage[], apply_usage[], check_config_usage[],
-	daemon_usage[];
+	daemon_usage[], dispatch_usage[];
 
 /* Say why name is no interface name, on one line. */
 bool ifname_ok_or_say(const char *name);

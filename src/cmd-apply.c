@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "config.h"
 #include "log.h"
+#include "nm.h"
 #include "reconcile.h"
 #include "units.h"
 
@@ -48,6 +49,7 @@ int apply_main(int argc, char **argv, const struct cli *cli)
 {
 	g_autoptr(config_t) cfg = NULL;
 	struct reconciler rc = { .statedir = cli->statedir };
+	struct nm_nets *nets = NULL;
 	struct link_info link;
 	int r;
 
@@ -66,16 +68,22 @@ int apply_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_FAIL;
 	rc.cfg = cfg;
 	rc.only = argc == 2 ? argv[1] : NULL;
+	if (cfg->networks->len) {
+		nm_nets_get(&nets);
+		rc.nets = nets->nets;
+		rc.n_nets = nets->n;
+	}
 	r = netlink_open(&rc.nl);
 	if (r < 0) {
 		log_err("netlink: %s", strerror(-r));
+		nm_nets_free(nets);
 		return EXIT_FAIL;
 	}
 	if (rc.only) {
 		r = netlink_link_get(rc.nl, rc.only, &link);
 		if (r < 0)
 			log_err("%s: %s", rc.only, r == -ENODEV ? "no such interface" : strerror(-r));
-		else if (!config_match(cfg, rc.only))
+		else if (!config_mentions(cfg, rc.only))
 			log_info("%s: no section matches it", rc.only);
 		if (r == 0)
 			r = reconcile_iface(&rc, rc.only);
@@ -85,6 +93,7 @@ int apply_main(int argc, char **argv, const struct cli *cli)
 			r = -EIO;
 	}
 	netlink_close(rc.nl);
+	nm_nets_free(nets);
 	return r < 0 ? EXIT_FAIL : EXIT_OK;
 }
 

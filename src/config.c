@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include "state.h"
 
 #define IFACE_PREFIX "interface "
+#define NETWORK_PREFIX "network "
 
 static void conf_iface_free(gpointer p)
 {
@@ -18,6 +20,11 @@ static void conf_iface_free(gpointer p)
 	g_free(c->name);
 	g_free(c->where);
 	g_ptr_array_unref(c->words);
+	g_strfreev(c->match.ids);
+	g_strfreev(c->match.uuids);
+	g_strfreev(c->match.ssids);
+	g_strfreev(c->match.types);
+	g_strfreev(c->ifaces);
 	g_free(c);
 }
 
@@ -26,6 +33,7 @@ struct config *config_new(void)
 	struct config *cfg = g_new0(struct config, 1);
 
 	cfg->ifaces = g_ptr_array_new_with_free_func(conf_iface_free);
+	cfg->networks = g_ptr_array_new_with_free_func(conf_iface_free);
 	cfg->warnings = g_ptr_array_new_with_free_func(g_free);
 	cfg->files = g_ptr_array_new_with_free_func(g_free);
 	cfg->enforce = true;
@@ -37,6 +45,7 @@ void config_free(struct config *cfg)
 	if (!cfg)
 		return;
 	g_ptr_array_unref(cfg->ifaces);
+	g_ptr_array_unref(cfg->networks);
 	g_ptr_array_unref(cfg->warnings);
 	g_ptr_array_unref(cfg->files);
 	g_free(cfg);
@@ -209,40 +218,94 @@ static int key_words(size_t k, const char *v, const char *words[2], int *n, char
 	return 0;
 }
 
-static struct conf_iface *iface_get(struct config *cfg, const char *name, const char *where)
+static struct conf_iface *section_get(GPtrArray *arr, const char *name, const char *where,
+				      bool network)
 {
 	struct conf_iface *c;
 
-	for (guint i = 0; i < cfg->ifaces->len; i++) {
-		c = cfg->ifaces->pdata[i];
+	for (guint i = 0; i < arr->len; i++) {
+		c = arr->pdata[i];
 		if (!strcmp(c->name, name))
 			return c;
 	}
 	c = g_new0(struct conf_iface, 1);
 	c->name = g_strdup(name);
-	c->glob = strpbrk(name, "*?") != NULL;
+	c->glob = !network && strpbrk(name, "*?") != NULL;
+	c->network = network;
+	c->match.any = network && !strcmp(name, "*");
 	c->where = g_strdup(where);
 	c->words = g_ptr_array_new_with_free_func(g_free);
 	c->enforce = -1;
-	g_ptr_array_add(cfg->ifaces, c);
+	g_ptr_array_add(arr, c);
 	return c;
+}
+
+/* A [network] profile's own keys: what it matches and which tunnels it shapes. */
+static const struct {
+	const char *key;
+	size_t off; /* of the char ** in struct conf_iface */
+} network_keys[] = {
+	{ "connection-id", offsetof(struct conf_iface, match.ids) },
+	{ "connection-uuid", offsetof(struct conf_iface, match.uuids) },
+	{ "ssid", offsetof(struct conf_iface, match.ssids) },
+	{ "connection-type", offsetof(struct conf_iface, match.types) },
+	{ "interface", offsetof(struct conf_iface, ifaces) },
+};
+
+/* true when key was one of network_keys (handled, perhaps with a warning). */
+static bool parse_network_key(struct config *cfg, struct conf_iface *c, GKeyFile *kf,
+			      const char *group, const char *key, const char *file, unsigned int line)
+{
+	g_auto(GStrv) values = NULL;
+	char ***dst;
+	size_t k;
+
+	for (k = 0; k < G_N_ELEMENTS(network_keys); k++)
+		if (!strcmp(key, network_keys[k].key))
+			break;
+	if (k == G_N_ELEMENTS(network_keys))
+		return false;
+	/* a;b is a list, any of which matches (GKeyFile's list syntax: \; for a ';') */
+	values = g_key_file_get_string_list(kf, group, key, NULL, NULL);
+	if (!values || !values[0]) {
+		warn(cfg, file, line, "%s: no value; skipped", key);
+		return true;
+	}
+	for (char **v = values; *v; v++) {
+		g_strstrip(*v);
+		if (!strcmp(key, "interface") && !ifname_is_valid(*v) && !strpbrk(*v, "*?")) {
+			warn(cfg, file, line, "interface = '%s': not an interface name or glob; "
+			     "skipped", *v);
+			return true;
+		}
+	}
+	dst = (char ***)((char *)c + network_keys[k].off);
+	g_strfreev(*dst);
+	*dst = g_steal_pointer(&values);
+	return true;
 }
 
 static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file,
 			      const char *data, size_t len, const char *group)
 {
-	const char *name = group + strlen(IFACE_PREFIX);
+	bool network = g_str_has_prefix(group, NETWORK_PREFIX);
+	const char *name = group + strlen(network ? NETWORK_PREFIX : IFACE_PREFIX);
 	g_autofree char *where = g_strdup_printf("%s:%u", file, line_of(data, len, group, NULL));
 	g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
 	struct conf_iface *c;
 	char err[256];
 
-	if (!ifname_is_valid(name) && !strpbrk(name, "*?")) {
+	if (!network && !ifname_is_valid(name) && !strpbrk(name, "*?")) {
 		warn(cfg, file, line_of(data, len, group, NULL),
 		     "[%s]: '%s' is not an interface name or glob; section skipped", group, name);
 		return;
 	}
-	c = iface_get(cfg, name, where);
+	if (network && !*name) {
+		warn(cfg, file, line_of(data, len, group, NULL), "[%s]: a profile needs a name; "
+		     "section skipped", group);
+		return;
+	}
+	c = section_get(network ? cfg->networks : cfg->ifaces, name, where, network);
 	for (size_t i = 0; keys && keys[i]; i++) {
 		unsigned int line;
 		g_autofree char *v = NULL;
@@ -254,6 +317,8 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 		if (seen_before(keys, i))
 			continue;
 		line = line_of(data, len, group, keys[i]);
+		if (network && parse_network_key(cfg, c, kf, group, keys[i], file, line))
+			continue;
 		v = get_value(kf, group, keys[i]);
 		for (k = 0; k < G_N_ELEMENTS(iface_keys); k++)
 			if (!strcmp(keys[i], iface_keys[k].key))
@@ -319,20 +384,33 @@ static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *fil
 }
 
 /* After all files: each section's words, parsed as one `set` line. */
-static void finish_sections(struct config *cfg)
+static void finish_array(struct config *cfg, GPtrArray *arr)
 {
-	for (guint i = 0; i < cfg->ifaces->len; i++) {
-		struct conf_iface *c = cfg->ifaces->pdata[i];
+	for (guint i = 0; i < arr->len; i++) {
+		struct conf_iface *c = arr->pdata[i];
 		char err[256];
 
 		if (set_args_parse((int)c->words->len, (char **)c->words->pdata, &c->req, err,
 				   sizeof(err)) < 0) {
 			g_ptr_array_add(cfg->warnings,
-					g_strdup_printf("%s: [interface %s]: %s; section skipped",
-							c->where, c->name, err));
-			g_ptr_array_remove_index(cfg->ifaces, i--);
+					g_strdup_printf("%s: [%s %s]: %s; section skipped", c->where,
+							c->network ? "network" : "interface",
+							c->name, err));
+			g_ptr_array_remove_index(arr, i--);
+		} else if (c->network && !c->ifaces) {
+			g_ptr_array_add(cfg->warnings,
+					g_strdup_printf("%s: [network %s]: no interface = TUNNEL; "
+							"section skipped", c->where, c->name));
+			g_ptr_array_remove_index(arr, i--);
 		}
 	}
+}
+
+/* After all files: each section's words, parsed as one `set` line. */
+static void finish_sections(struct config *cfg)
+{
+	finish_array(cfg, cfg->ifaces);
+	finish_array(cfg, cfg->networks);
 }
 
 int config_parse_data(struct config *cfg, const char *file, const char *data, size_t len)
@@ -348,13 +426,15 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 	g_ptr_array_add(cfg->files, g_strdup(file));
 	groups = g_key_file_get_groups(kf, NULL);
 	for (size_t i = 0; groups[i]; i++) {
-		if (g_str_has_prefix(groups[i], IFACE_PREFIX))
+		if (g_str_has_prefix(groups[i], IFACE_PREFIX) ||
+		    g_str_has_prefix(groups[i], NETWORK_PREFIX))
 			parse_iface_group(cfg, kf, file, data, len, groups[i]);
 		else if (!strcmp(groups[i], "daemon"))
 			parse_daemon_group(cfg, kf, file, data, len, groups[i]);
 		else
 			warn(cfg, file, line_of(data, len, groups[i], NULL),
-			     "unknown section [%s]; skipped (sections: [interface NAME], [daemon])",
+			     "unknown section [%s]; skipped (sections: [interface NAME], [network NAME], "
+			     "[daemon])",
 			     groups[i]);
 	}
 	return 0;
@@ -516,4 +596,28 @@ const struct conf_iface *config_match(const struct config *cfg, const char *ifna
 			glob = c;
 	}
 	return glob;
+}
+
+void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out)
+{
+	for (guint i = 0; i < cfg->networks->len; i++) {
+		struct conf_iface *c = cfg->networks->pdata[i];
+
+		for (char **g = c->ifaces; g && *g; g++) {
+			if (glob_match(*g, ifname)) {
+				g_ptr_array_add(out, c);
+				break;
+			}
+		}
+	}
+}
+
+bool config_mentions(const struct config *cfg, const char *ifname)
+{
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+
+	if (config_match(cfg, ifname))
+		return true;
+	config_networks_for(cfg, ifname, profs);
+	return profs->len > 0;
 }

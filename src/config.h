@@ -14,21 +14,28 @@
 #include <sys/types.h>
 #include <glib.h>
 
+#include "profile.h"
 #include "shape.h"
 
 #define CONFIG_DEFAULT_PATH "/etc/wgshape/wgshape.conf"
 
+/* An [interface NAME] section, or a [network NAME] profile. */
 struct conf_iface {
-	char *name; /* exact interface name or a glob (wg*) */
+	char *name; /* exact interface name or a glob (wg*); a network profile's name */
 	bool glob;
 	char *where; /* "file:line" of the section, for messages */
 	GPtrArray *words; /* the section as set's words, in order (later win) */
 	struct shape_request req; /* parsed from words */
 	int enforce; /* -1: the daemon's default */
+	/* [network NAME] only: */
+	bool network;
+	struct net_match match; /* connection-id, connection-uuid, ssid, connection-type */
+	char **ifaces; /* interface = the tunnels it shapes (globs), NULL-terminated */
 };
 
 struct config {
 	GPtrArray *ifaces; /* struct conf_iface *, in the order first seen */
+	GPtrArray *networks; /* struct conf_iface *, [network NAME] profiles in file order */
 	bool enforce; /* [daemon] enforce, default yes */
 	bool clear_on_exit; /* [daemon] clear-on-exit, default no */
 	GPtrArray *warnings; /* char *, "file:line: ..." */
@@ -62,5 +69,11 @@ bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode);
 
 /* The section for ifname: an exact name beats a glob; then the first glob. */
 const struct conf_iface *config_match(const struct config *cfg, const char *ifname);
+
+/* Does any [interface] section or [network] profile name ifname? */
+bool config_mentions(const struct config *cfg, const char *ifname);
+
+/* The [network] profiles whose interface = names ifname, in file order (appended to out). */
+void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out);
 
 #endif

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "config.h"
 #include "log.h"
+#include "nm.h"
 #include "reconcile.h"
 #include "state.h"
 
@@ -42,6 +43,7 @@ struct daemon {
 	struct netlink *nl;
 	struct netlink_events *ev;
 	struct config *cfg;
+	struct nm_watch *nm;
 	GHashTable *names; /* ifindex -> ifname of every link we have seen */
 	GHashTable *pending; /* ifname -> appearance time (µs, 0 if not new) */
 	bool resync;
@@ -63,7 +65,7 @@ static bool enforced(struct daemon *d, const char *ifname)
 	const struct conf_iface *c = config_match(d->cfg, ifname);
 
 	if (!c)
-		return false;
+		return config_mentions(d->cfg, ifname) && d->cfg->enforce;
 	return c->enforce < 0 ? d->cfg->enforce : c->enforce;
 }
 
@@ -71,26 +73,34 @@ static gboolean on_idle(gpointer data)
 {
 	struct daemon *d = data;
 	struct reconciler rc = reconciler(d);
+	struct nm_nets *nets = NULL;
 	GHashTableIter it;
 	gpointer key, val;
 
 	d->idle = 0;
+	if (d->nm) {
+		nm_watch_nets(d->nm, &nets);
+		rc.nets = nets->nets;
+		rc.n_nets = nets->n;
+	}
 	if (d->resync) {
 		d->resync = false;
 		g_hash_table_remove_all(d->pending);
-		log_info("resync: reconciling every interface");
+		log_debug("reconciling every interface");
 		reconcile_all(&rc);
+		nm_nets_free(nets);
 		return G_SOURCE_REMOVE;
 	}
 	g_hash_table_iter_init(&it, d->pending);
 	while (g_hash_table_iter_next(&it, &key, &val)) {
 		gint64 since = *(gint64 *)val;
 
-		if (reconcile_iface(&rc, key) == 0 && since && config_match(d->cfg, key))
+		if (reconcile_iface(&rc, key) == 0 && since && config_mentions(d->cfg, key))
 			log_info("%s: shaped %.1f ms after it appeared", (const char *)key,
 				 (double)(g_get_monotonic_time() - since) / 1000.0);
 		g_hash_table_iter_remove(&it);
 	}
+	nm_nets_free(nets);
 	return G_SOURCE_REMOVE;
 }
 
@@ -159,7 +169,7 @@ static void on_event(const struct netlink_event *ev, void *arg)
 		g_hash_table_replace(d->names, GINT_TO_POINTER(ev->ifindex), g_strdup(ev->ifname));
 		if (!strcmp(ev->kind, "ifb") && !strncmp(ev->ifname, "ifb4", 4))
 			return;
-		if (config_match(d->cfg, ev->ifname))
+		if (config_mentions(d->cfg, ev->ifname))
 			schedule(d, ev->ifname, g_get_monotonic_time());
 		return;
 	case NL_EVENT_QDISC_NEW:
@@ -175,6 +185,15 @@ static void on_event(const struct netlink_event *ev, void *arg)
 			schedule(d, name, 0);
 		return;
 	}
+}
+
+/* NetworkManager changed something: which profile applies may have changed. */
+static void on_nm(void *arg)
+{
+	struct daemon *d = arg;
+
+	d->resync = true;
+	schedule(d, NULL, 0);
 }
 
 static gboolean on_netlink(gint fd, GIOCondition cond, gpointer data)
@@ -232,7 +251,8 @@ static void clear_configured(struct daemon *d)
 			continue;
 		if (state_load(d->cli->statedir, *n, &st) < 0)
 			continue;
-		ours = !strncmp(st.source, SOURCE_CONFIG, strlen(SOURCE_CONFIG));
+		ours = !strncmp(st.source, SOURCE_CONFIG, strlen(SOURCE_CONFIG)) ||
+		       !strncmp(st.source, SOURCE_NETWORK, strlen(SOURCE_NETWORK));
 		shape_state_clear(&st);
 		if (ours)
 			shape_clear(d->nl, d->cli->statedir, *n);
@@ -289,7 +309,10 @@ int daemon_main(int argc, char **argv, const struct cli *cli)
 	/* Subscribed before the first pass, so nothing that happens in between is missed. */
 	learn_names(&d);
 	rc = reconciler(&d);
-	reconcile_all(&rc);
+	if (!d.cfg->networks->len)
+		reconcile_all(&rc);
+	/* With profiles, the first pass waits for NetworkManager's answer (on_nm). */
+	nm_watch_new(on_nm, &d, &d.nm);
 
 	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
 	g_unix_signal_add(SIGHUP, on_hup, &d);
@@ -311,6 +334,7 @@ out:
 		g_hash_table_unref(d.names);
 	if (d.pending)
 		g_hash_table_unref(d.pending);
+	nm_watch_free(d.nm);
 	netlink_events_close(d.ev);
 	netlink_close(d.nl);
 	config_free(d.cfg);

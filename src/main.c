@@ -28,6 +28,7 @@ static const struct {
 	{ "apply", apply_main, "apply the configuration once (idempotent)" },
 	{ "check-config", check_config_main, "validate the configuration and print it" },
 	{ "daemon", daemon_main, "keep interfaces shaped as configured (systemd service)" },
+	{ "dispatch", dispatch_main, "NetworkManager dispatcher hook: follow the network" },
 	{ "help", help_main, "show this help, or a command's" },
 };
 
@@ -58,6 +59,7 @@ static int help_main(int argc, char **argv, const struct cli *cli)
 		{ "set", set_usage },	  { "show", show_usage },
 		{ "clear", clear_usage }, { "apply", apply_usage },
 		{ "check-config", check_config_usage }, { "daemon", daemon_usage },
+		{ "dispatch", dispatch_usage },
 	};
 
 	if (argc < 2 || cli_wants_help(argc, argv)) {

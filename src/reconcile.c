@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glib.h>
 
 #include "log.h"
 #include "reconcile.h"
@@ -14,39 +15,77 @@ bool reconcile_skips(const struct link_info *link)
 	return !strcmp(link->kind, "ifb") && !strncmp(link->name, "ifb4", 4);
 }
 
+/* Shape ifname as section c says; the section is all that is wanted. */
+static int apply_section(const struct reconciler *rc, const char *ifname,
+			 const struct conf_iface *c, const char *source)
+{
+	struct shape_request req = c->req;
+
+	if (req.egress == DIR_KEEP && req.ingress == DIR_KEEP)
+		return 0; /* a section with neither direction: nothing to do */
+	/* What the section leaves out is off, or the kernel's default. */
+	if (req.egress == DIR_KEEP)
+		req.egress = DIR_OFF;
+	if (req.ingress == DIR_KEEP)
+		req.ingress = DIR_OFF;
+	cake_opts_fill_defaults(&req.opts);
+	req.source = source;
+	return shape_set(rc->nl, rc->statedir, ifname, &req);
+}
+
+/* Clear ifname if its shaping came from prefix (the configuration, a profile). */
+static int clear_if_from(const struct reconciler *rc, const char *ifname, const char *prefix,
+			 const char *why)
+{
+	struct shape_state st = { 0 };
+	bool ours;
+
+	if (state_load(rc->statedir, ifname, &st) < 0)
+		return 0;
+	ours = !strncmp(st.source, prefix, strlen(prefix));
+	shape_state_clear(&st);
+	if (!ours)
+		return 0; /* set by hand, or by the other kind of section: not ours to undo */
+	log_info("%s: %s: removing its shaping", ifname, why);
+	return shape_clear(rc->nl, rc->statedir, ifname);
+}
+
+/* A tunnel named by [network] profiles: the active networks decide. */
+static int reconcile_network(const struct reconciler *rc, const char *ifname, GPtrArray *profs)
+{
+	g_autofree struct net_match *m = g_new0(struct net_match, profs->len);
+	const struct conf_iface *c;
+	char why[192], source[256];
+	int idx;
+
+	for (guint i = 0; i < profs->len; i++)
+		m[i] = ((const struct conf_iface *)profs->pdata[i])->match;
+	idx = profile_choose(m, profs->len, rc->nets, rc->n_nets, ifname, why, sizeof(why));
+	if (idx < 0)
+		return clear_if_from(rc, ifname, SOURCE_NETWORK, why);
+	c = profs->pdata[idx];
+	snprintf(source, sizeof(source), SOURCE_NETWORK " '%s' (%s), %s", c->name, c->where, why);
+	return apply_section(rc, ifname, c, source);
+}
+
 int reconcile_iface(const struct reconciler *rc, const char *ifname)
 {
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
 	const struct conf_iface *c;
-	struct shape_state st = { 0 };
-	bool from_config;
+	char source[256];
 
 	if (rc->only && strcmp(rc->only, ifname) != 0)
 		return 0;
+	/* Profiles that name a tunnel decide for it alone. */
+	config_networks_for(rc->cfg, ifname, profs);
+	if (profs->len)
+		return reconcile_network(rc, ifname, profs);
 	c = config_match(rc->cfg, ifname);
 	if (c) {
-		struct shape_request req = c->req;
-		char source[64];
-
-		if (req.egress == DIR_KEEP && req.ingress == DIR_KEEP)
-			return 0; /* a section with neither direction: nothing to do */
-		/* The section is all that is wanted: what it leaves out is off or default. */
-		if (req.egress == DIR_KEEP)
-			req.egress = DIR_OFF;
-		if (req.ingress == DIR_KEEP)
-			req.ingress = DIR_OFF;
-		cake_opts_fill_defaults(&req.opts);
 		snprintf(source, sizeof(source), SOURCE_CONFIG " %s", c->where);
-		req.source = source;
-		return shape_set(rc->nl, rc->statedir, ifname, &req);
+		return apply_section(rc, ifname, c, source);
 	}
-	if (state_load(rc->statedir, ifname, &st) < 0)
-		return 0;
-	from_config = !strncmp(st.source, SOURCE_CONFIG, strlen(SOURCE_CONFIG));
-	shape_state_clear(&st);
-	if (!from_config)
-		return 0; /* set by hand: not ours to undo */
-	log_info("%s: no section matches any more: clearing", ifname);
-	return shape_clear(rc->nl, rc->statedir, ifname);
+	return clear_if_from(rc, ifname, SOURCE_CONFIG, "no section matches it any more");
 }
 
 int reconcile_all(const struct reconciler *rc)

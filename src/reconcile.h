@@ -15,9 +15,13 @@ struct reconciler {
 	const char *statedir;
 	const struct config *cfg;
 	const char *only; /* one interface, or NULL for all */
+	/* NetworkManager's active connections, for [network] profiles */
+	const struct active_net *nets;
+	size_t n_nets;
 };
 
 #define SOURCE_CONFIG "config"
+#define SOURCE_NETWORK "network"
 
 /* Is this a link wgshape itself made (an IFB), never to be configured? */
 bool reconcile_skips(const struct link_info *link);

@@ -56,7 +56,7 @@ struct shape_dir_view {
 struct shape_view {
 	struct link_info link;
 	bool has_state;
-	char source[64];
+	char source[256];
 	char overhead_reason[192];
 	char orig_kind[32]; /* what clear puts back on egress */
 	struct shape_dir_view egress, ingress;

@@ -22,7 +22,7 @@ struct shape_state {
 	char ifb[16];
 	char overhead_reason[192]; /* why the overhead is what it is, for show */
 	int overhead; /* the overhead sent, so a hand-set one can be sent again */
-	char source[64]; /* who asked: "set", "config", ... (for show, and what apply may undo) */
+	char source[256]; /* who asked: "set", "config", ... (for show, and what apply may undo) */
 };
 
 /*
