@@ -287,7 +287,7 @@ expect_same_snapshot() {
 		pass "$1: no kernel change"
 	else
 		fail "$1: kernel state changed:"
-		diff -u <(echo "$2") <(echo "$3") | sed 's/^/     /' | head -40
+		{ diff -u <(echo "$2") <(echo "$3") || true; } | sed 's/^/     /' | head -40 || true
 	fi
 }
 
@@ -376,20 +376,22 @@ rate_bytes() {
 
 # pick_test_rate: measure what WireGuard sustains unshaped here (4 TCP
 # streams, cli to srv; the iperf3 server must run in srv) and set TEST_RATE to
-# a rate far enough below it that a shaper, not the emulated CPU, sets the
-# pace: 10mbit, or 5mbit on a busy machine. Skips when even that is too much.
+# a rate far enough below it that the shaper, not the emulated CPU, sets the
+# pace: the first of 10, 5, 2 mbit that is at most an eighth of it. (TCG
+# under a busy host loses time slices: the less CPU the traffic needs, the
+# less that shows.) Skips when even 2 mbit is too much.
 pick_test_rate() {
-	local cap
+	local cap r
 	cap=$(iperf_rate cli "$SRV_TUN4" 4 -P 4)
 	info "unshaped WireGuard here: $(mbit "$cap") (4 TCP streams)"
-	if [ "$cap" -ge 40000000 ]; then
-		TEST_RATE=10mbit
-	elif [ "$cap" -ge 20000000 ]; then
-		TEST_RATE=5mbit
-	else
-		skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, a rate test needs 20"
-	fi
-	info "test rate: $TEST_RATE"
+	for r in 10 5 2; do
+		if [ "$cap" -ge $((r * 8 * 1000000)) ]; then
+			TEST_RATE=${r}mbit
+			info "test rate: $TEST_RATE"
+			return 0
+		fi
+	done
+	skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, a rate test needs 16"
 }
 
 # expected_goodput RATE [MTU [OVERHEAD]]: the TCP payload rate (bit/s) of
