@@ -143,6 +143,42 @@ int netlink_qdisc_del_root(struct netlink *nl, int ifindex)
 	return r == -ENOENT ? 0 : r;
 }
 
+/*
+ * The codel family keeps times in 1.024 us units and reports them rounded
+ * down to microseconds, so a value read back and sent again comes out 1 us
+ * short. Sent with 1 us more, it lands on exactly the same internal value.
+ */
+static const struct {
+	const char *kind;
+	int types[3];
+} codel_times[] = {
+	{ "fq_codel", { TCA_FQ_CODEL_TARGET, TCA_FQ_CODEL_INTERVAL, TCA_FQ_CODEL_CE_THRESHOLD } },
+	{ "codel", { TCA_CODEL_TARGET, TCA_CODEL_INTERVAL, TCA_CODEL_CE_THRESHOLD } },
+};
+
+static void codel_times_fixup(const char *kind, void *options, size_t len)
+{
+	struct nlattr *a;
+	int rem;
+
+	for (size_t k = 0; k < sizeof(codel_times) / sizeof(codel_times[0]); k++) {
+		if (strcmp(kind, codel_times[k].kind) != 0)
+			continue;
+		nla_for_each_attr(a, (struct nlattr *)options, (int)len, rem) {
+			for (size_t t = 0; t < 3; t++) {
+				uint32_t v;
+
+				if (nla_type(a) != codel_times[k].types[t] || nla_len(a) != 4)
+					continue;
+				memcpy(&v, nla_data(a), 4);
+				if (v < UINT32_MAX)
+					v++;
+				memcpy(nla_data(a), &v, 4);
+			}
+		}
+	}
+}
+
 int netlink_qdisc_restore(struct netlink *nl, int ifindex, const char *kind, uint32_t handle,
 			  const void *options, size_t options_len)
 {
@@ -167,6 +203,12 @@ int netlink_qdisc_restore(struct netlink *nl, int ifindex, const char *kind, uin
 	    (options_len && nla_put(msg, TCA_OPTIONS, (int)options_len, options) < 0)) {
 		nlmsg_free(msg);
 		return -ENOMEM;
+	}
+	if (options_len) {
+		struct nlattr *opts = nlmsg_find_attr(nlmsg_hdr(msg), sizeof(struct tcmsg), TCA_OPTIONS);
+
+		if (opts)
+			codel_times_fixup(kind, nla_data(opts), (size_t)nla_len(opts));
 	}
 	return netlink_talk(nl, nl->rt, msg, NULL, NULL);
 }
