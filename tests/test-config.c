@@ -958,6 +958,87 @@ static void test_not_regular(void)
 	assert_has(why, "/dev/null/x");
 }
 
+/* [network NAME] profiles: the seed's laptop, and what can go wrong in them. */
+static void test_networks(void)
+{
+	g_autofree char *path = NULL;
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+	struct config *cfg = load_text(
+		"[network home5]\n"
+		"connection-id = Home Wi-Fi 5G\n"
+		"interface = client\n"
+		"egress = 85mbit\n"
+		"\n"
+		"[network home24]\n"
+		"connection-id = Home Wi-Fi 2.4G;Home Wi-Fi 2.4G (guest)\n"
+		"connection-type = 802-11-wireless\n"
+		"ssid = Home\n"
+		"interface = client;wg*\n"
+		"egress = 40mbit\n"
+		"\n"
+		"[network *]\n"
+		"interface = other\n"
+		"egress = 10mbit\n"
+		"\n"
+		"[network odd]\n"
+		"connection-id = Home $(touch /tmp/pwned) \"5G\"\n"
+		"interface = client\n"
+		"egress = 1mbit\n",
+		&path);
+	const struct conf_iface *c;
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 0);
+	g_assert_cmpuint(cfg->networks->len, ==, 4);
+	/* profiles are not interface sections */
+	g_assert_null(config_match(cfg, "client"));
+	g_assert_true(config_mentions(cfg, "client"));
+	g_assert_false(config_mentions(cfg, "eth0"));
+
+	config_networks_for(cfg, "client", profs);
+	g_assert_cmpuint(profs->len, ==, 3);
+	c = profs->pdata[0];
+	g_assert_cmpstr(c->name, ==, "home5");
+	g_assert_cmpstr(c->match.ids[0], ==, "Home Wi-Fi 5G");
+	g_assert_null(c->match.ids[1]);
+	g_assert_null(c->match.ssids);
+	g_assert_cmpuint(c->req.egress_rate, ==, 85000000 / 8);
+	c = profs->pdata[1];
+	g_assert_cmpstr(c->match.ids[1], ==, "Home Wi-Fi 2.4G (guest)");
+	g_assert_cmpstr(c->match.types[0], ==, "802-11-wireless");
+	g_assert_cmpstr(c->match.ssids[0], ==, "Home");
+	g_assert_false(c->match.any);
+	/* the value is data, kept byte for byte */
+	c = profs->pdata[2];
+	g_assert_cmpstr(c->match.ids[0], ==, "Home $(touch /tmp/pwned) \"5G\"");
+
+	g_ptr_array_set_size(profs, 0);
+	config_networks_for(cfg, "wg7", profs);
+	g_assert_cmpuint(profs->len, ==, 1);
+	g_ptr_array_set_size(profs, 0);
+	config_networks_for(cfg, "other", profs);
+	g_assert_cmpuint(profs->len, ==, 1);
+	g_assert_true(((const struct conf_iface *)profs->pdata[0])->match.any);
+	config_free(cfg);
+	g_clear_pointer(&path, g_free);
+
+	/* no interface = : the profile shapes nothing, so it is refused */
+	cfg = load_text("[network lost]\nconnection-id = x\negress = 1mbit\n", &path);
+	g_assert_cmpuint(cfg->networks->len, ==, 0);
+	g_assert_cmpuint(cfg->warnings->len, ==, 1);
+	g_assert_nonnull(strstr(cfg->warnings->pdata[0], "no interface"));
+	config_free(cfg);
+	g_clear_pointer(&path, g_free);
+
+	/* a bad tunnel name in interface = is one warning, the rest stands */
+	cfg = load_text("[network x]\ninterface = a/b\nconnection-id = y\negress = 2mbit\n"
+			"[network y]\ninterface = client\negress = fast\n",
+			&path);
+	g_assert_cmpuint(cfg->warnings->len, ==, 3);
+	g_assert_nonnull(strstr(cfg->warnings->pdata[0], ":2: interface = 'a/b'"));
+	g_assert_nonnull(strstr(cfg->warnings->pdata[1], "egress = 'fast'"));
+	config_free(cfg);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -979,5 +1060,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/refuse-owner", test_refuse_owner);
 	g_test_add_func("/config/missing", test_missing);
 	g_test_add_func("/config/not-regular", test_not_regular);
+	g_test_add_func("/config/networks", test_networks);
 	return g_test_run();
 }
