@@ -3,6 +3,9 @@
  * Small helpers the subcommands share.
  */
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <glib.h>
 
 #include "cli.h"
@@ -30,5 +33,19 @@ bool ifname_ok_or_say(const char *name)
 	else
 		log_err("'%s': not a valid interface name (1 to 15 characters, no '/', ':' or "
 			"spaces)", shown);
+	return false;
+}
+
+bool cli_can_net_admin(const char *ifname)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return true; /* cannot tell: let the kernel say */
+	if (data[CAP_TO_INDEX(CAP_NET_ADMIN)].effective & CAP_TO_MASK(CAP_NET_ADMIN))
+		return true;
+	log_err("%s%snot permitted: needs root or CAP_NET_ADMIN", ifname ? ifname : "",
+		ifname ? ": " : "");
 	return false;
 }

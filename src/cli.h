@@ -27,6 +27,7 @@ int apply_main(int argc, char **argv, const struct cli *cli);
 int check_config_main(int argc, char **argv, const struct cli *cli);
 int daemon_main(int argc, char **argv, const struct cli *cli);
 int dispatch_main(int argc, char **argv, const struct cli *cli);
+int serve_main(int argc, char **argv, const struct cli *cli);
 
 struct config;
 /* Load the configuration -c names (or the default) and log its warnings; NULL if unusable. */
@@ -40,9 +41,17 @@ int set_args_parse(int argc, char **argv, struct shape_request *req, char *err, 
 
 extern const char set_usage[], show_usage[], clear_usage[], apply_usage[], check_config_usage[],
 	daemon_usage[], dispatch_usage[];
+extern const char serve_usage[];
 
 /* Say why name is no interface name, on one line. */
 bool ifname_ok_or_say(const char *name);
+
+/*
+ * May this process change the network (CAP_NET_ADMIN)? If not, say so on one
+ * line and return false: asked before anything is read, so that an
+ * unprivileged `clear` fails instead of finding nothing to do.
+ */
+bool cli_can_net_admin(const char *ifname);
 
 /* "help" or "-h"/"--help" among argv: print usage and say so. */
 bool cli_wants_help(int argc, char **argv);

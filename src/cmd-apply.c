@@ -58,11 +58,13 @@ int apply_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_OK;
 	}
 	if (argc > 2) {
-		fputs(apply_usage, stderr);
+		log_err("apply: takes at most one IFACE (see wgshape apply --help)");
 		return EXIT_USAGE;
 	}
 	if (argc == 2 && !ifname_ok_or_say(argv[1]))
 		return EXIT_USAGE;
+	if (!cli_can_net_admin(rc.only))
+		return EXIT_FAIL;
 	cfg = cli_load_config(cli);
 	if (!cfg)
 		return EXIT_FAIL;
@@ -116,7 +118,7 @@ int check_config_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_OK;
 	}
 	if (argc != 1) {
-		fputs(check_config_usage, stderr);
+		log_err("check-config: takes no words (see wgshape check-config --help)");
 		return EXIT_USAGE;
 	}
 	cfg = cli_load_config(cli);

@@ -25,11 +25,13 @@ int clear_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_OK;
 	}
 	if (argc != 2) {
-		fputs(clear_usage, stderr);
+		log_err("clear: takes exactly one IFACE (see wgshape clear --help)");
 		return EXIT_USAGE;
 	}
 	if (!ifname_ok_or_say(argv[1]))
 		return EXIT_USAGE;
+	if (!cli_can_net_admin(argv[1]))
+		return EXIT_FAIL;
 	r = netlink_open(&nl);
 	if (r < 0) {
 		log_err("netlink: %s", strerror(-r));

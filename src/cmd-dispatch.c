@@ -48,7 +48,7 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_OK;
 	}
 	if (argc != 3) {
-		fputs(dispatch_usage, stderr);
+		log_err("dispatch: takes IFACE and ACTION (see wgshape dispatch --help)");
 		return EXIT_USAGE;
 	}
 	if (!wanted(argv[2]))
@@ -58,6 +58,8 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_FAIL;
 	if (!cfg->networks->len && !cfg->ifaces->len)
 		return EXIT_OK;
+	if (!cli_can_net_admin(NULL))
+		return EXIT_FAIL;
 	nm_nets_get(&nets);
 	r = netlink_open(&rc.nl);
 	if (r < 0) {

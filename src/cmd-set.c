@@ -192,7 +192,7 @@ int set_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_OK;
 	}
 	if (argc < 3) {
-		fputs(set_usage, stderr);
+		log_err("set: needs IFACE and what to set, e.g. egress 85mbit (see wgshape set --help)");
 		return EXIT_USAGE;
 	}
 	if (!ifname_ok_or_say(argv[1]))
@@ -201,6 +201,8 @@ int set_main(int argc, char **argv, const struct cli *cli)
 		log_err("set %s: %s", argv[1], err);
 		return EXIT_USAGE;
 	}
+	if (!cli_can_net_admin(argv[1]))
+		return EXIT_FAIL;
 	r = netlink_open(&nl);
 	if (r < 0) {
 		log_err("netlink: %s", strerror(-r));

@@ -283,7 +283,7 @@ int show_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_OK;
 	}
 	if (argc > 2) {
-		fputs(show_usage, stderr);
+		log_err("show: takes at most one IFACE (see wgshape show --help)");
 		return EXIT_USAGE;
 	}
 	if (argc == 2 && !ifname_ok_or_say(argv[1]))

@@ -284,7 +284,7 @@ int daemon_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_OK;
 	}
 	if (argc > 2) {
-		fputs(daemon_usage, stderr);
+		log_err("daemon: takes at most one IFACE (see wgshape daemon --help)");
 		return EXIT_USAGE;
 	}
 	if (argc == 2 && !ifname_ok_or_say(argv[1]))
@@ -292,6 +292,8 @@ int daemon_main(int argc, char **argv, const struct cli *cli)
 	d.only = argc == 2 ? argv[1] : NULL;
 	log_use_syslog_prefix(true);
 
+	if (!cli_can_net_admin(d.only))
+		return EXIT_FAIL;
 	d.cfg = cli_load_config(cli);
 	if (!d.cfg)
 		return EXIT_FAIL;
