@@ -29,6 +29,7 @@ static const struct {
 	{ "check-config", check_config_main, "validate the configuration and print it" },
 	{ "daemon", daemon_main, "keep interfaces shaped as configured (systemd service)" },
 	{ "dispatch", dispatch_main, "NetworkManager dispatcher hook: follow the network" },
+	{ "serve", serve_main, "the far end of tune: load and echo for tunnel peers" },
 	{ "help", help_main, "show this help, or a command's" },
 };
 
@@ -60,6 +61,7 @@ static int help_main(int argc, char **argv, const struct cli *cli)
 		{ "clear", clear_usage }, { "apply", apply_usage },
 		{ "check-config", check_config_usage }, { "daemon", daemon_usage },
 		{ "dispatch", dispatch_usage },
+		{ "serve", serve_usage },
 	};
 
 	if (argc < 2 || cli_wants_help(argc, argv)) {

@@ -118,4 +118,20 @@ int netlink_events_fd(const struct netlink_events *ev);
 /* Deliver every pending notification to fn. 0 or -errno. */
 int netlink_events_read(struct netlink_events *ev, netlink_event_fn fn, void *arg);
 
+/*
+ * Addresses. addr is in network byte order: 4 bytes for AF_INET, 16 for
+ * AF_INET6; the local address (IFA_LOCAL) on point-to-point links.
+ */
+struct addr_info {
+	int ifindex;
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	unsigned int prefixlen;
+	unsigned int scope; /* RT_SCOPE_*: 253 link, 254 host */
+	uint32_t flags; /* IFA_F_*: tentative, dadfailed, ... */
+};
+
+/* Every IPv4 and IPv6 address of every link; *out is malloc'd, free() it. */
+int netlink_addr_list(struct netlink *nl, struct addr_info **out, size_t *n);
+
 #endif

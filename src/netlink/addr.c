@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Addresses: every IPv4 and IPv6 address of every link (RTM_GETADDR dump).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
+
+#include "internal.h"
+
+struct addr_dump {
+	struct addr_info *addrs;
+	size_t n, cap;
+};
+
+static int collect_addr(struct nl_msg *msg, void *arg)
+{
+	struct addr_dump *d = arg;
+	struct nlmsghdr *hdr = nlmsg_hdr(msg);
+	struct ifaddrmsg *ifa = nlmsg_data(hdr);
+	struct nlattr *tb[IFA_MAX + 1], *a;
+	struct addr_info info = { 0 };
+	size_t len;
+
+	if (hdr->nlmsg_type != RTM_NEWADDR)
+		return 0;
+	if (nlmsg_parse(hdr, sizeof(*ifa), tb, IFA_MAX, NULL) < 0)
+		return -EBADMSG;
+	if (ifa->ifa_family == AF_INET)
+		len = 4;
+	else if (ifa->ifa_family == AF_INET6)
+		len = 16;
+	else
+		return 0;
+	/* On a point-to-point link (WireGuard is one) IFA_ADDRESS is the peer's. */
+	a = tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
+	if (!a || nla_len(a) < (int)len)
+		return 0;
+	info.ifindex = (int)ifa->ifa_index;
+	info.family = ifa->ifa_family;
+	memcpy(info.addr, nla_data(a), len);
+	info.prefixlen = ifa->ifa_prefixlen;
+	info.scope = ifa->ifa_scope;
+	info.flags = tb[IFA_FLAGS] ? nla_get_u32(tb[IFA_FLAGS]) : ifa->ifa_flags;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 16;
+		struct addr_info *p = realloc(d->addrs, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		d->addrs = p;
+		d->cap = cap;
+	}
+	d->addrs[d->n++] = info;
+	return 0;
+}
+
+int netlink_addr_list(struct netlink *nl, struct addr_info **out, size_t *n)
+{
+	struct ifaddrmsg ifa = { .ifa_family = AF_UNSPEC };
+	struct addr_dump d = { 0 };
+	struct nl_msg *msg;
+	int r;
+
+	msg = nlmsg_alloc_simple(RTM_GETADDR, NLM_F_REQUEST | NLM_F_DUMP);
+	if (!msg)
+		return -ENOMEM;
+	if (nlmsg_append(msg, &ifa, sizeof(ifa), NLMSG_ALIGNTO) < 0) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	r = netlink_talk(nl, nl->rt, msg, collect_addr, &d);
+	if (r < 0) {
+		free(d.addrs);
+		return r;
+	}
+	*out = d.addrs;
+	*n = d.n;
+	return 0;
+}
