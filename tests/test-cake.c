@@ -571,23 +571,28 @@ static struct nl_msg *kernel_dump_new(const struct cake_opts *k, const struct ca
 				      unsigned int shape)
 {
 	struct nl_msg *msg = qdisc_msg_new(RTM_NEWQDISC, NLM_F_MULTI);
-	struct gnet_stats_basic basic = { .bytes = s->bytes, .packets = (uint32_t)s->packets };
-	struct gnet_stats_queue queue = {
-		.qlen = s->backlog_packets,
-		.backlog = s->backlog_bytes,
-		.drops = s->drops,
-		.requeues = s->requeues,
-		.overlimits = s->overlimits,
-	};
-	struct tc_stats compat = {
-		.bytes = s->bytes,
-		.packets = (uint32_t)s->packets,
-		.drops = s->drops,
-		.overlimits = s->overlimits,
-		.qlen = s->backlog_packets,
-		.backlog = s->backlog_bytes,
-	};
+	struct gnet_stats_basic basic;
+	struct gnet_stats_queue queue;
+	struct tc_stats compat;
 	struct nlattr *stats2;
+
+	/* Zeroed whole, padding too: the bytes go to a file and must be defined. */
+	memset(&basic, 0, sizeof(basic));
+	memset(&queue, 0, sizeof(queue));
+	memset(&compat, 0, sizeof(compat));
+	basic.bytes = s->bytes;
+	basic.packets = (uint32_t)s->packets;
+	queue.qlen = s->backlog_packets;
+	queue.backlog = s->backlog_bytes;
+	queue.drops = s->drops;
+	queue.requeues = s->requeues;
+	queue.overlimits = s->overlimits;
+	compat.bytes = s->bytes;
+	compat.packets = (uint32_t)s->packets;
+	compat.drops = s->drops;
+	compat.overlimits = s->overlimits;
+	compat.qlen = s->backlog_packets;
+	compat.backlog = s->backlog_bytes;
 
 	put_cake_options(msg, k, shape);
 	PUT(nla_put_u8(msg, TCA_HW_OFFLOAD, 0));
