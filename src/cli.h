@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "shape.h"
 
@@ -28,6 +29,7 @@ int check_config_main(int argc, char **argv, const struct cli *cli);
 int daemon_main(int argc, char **argv, const struct cli *cli);
 int dispatch_main(int argc, char **argv, const struct cli *cli);
 int serve_main(int argc, char **argv, const struct cli *cli);
+int tune_main(int argc, char **argv, const struct cli *cli);
 
 struct config;
 /* Load the configuration -c names (or the default) and log its warnings; NULL if unusable. */
@@ -41,7 +43,23 @@ int set_args_parse(int argc, char **argv, struct shape_request *req, char *err, 
 
 extern const char set_usage[], show_usage[], clear_usage[], apply_usage[], check_config_usage[],
 	daemon_usage[], dispatch_usage[];
-extern const char serve_usage[];
+extern const char serve_usage[], tune_usage[];
+
+/* tune's words (cmd-tune.c), parsed without I/O. */
+struct tune_args {
+	bool egress, ingress; /* directions to tune (egress alone by default) */
+	const char *server; /* HOST[:PORT] running wgshape serve */
+	const char *download_url, *upload_url, *ping_host; /* or any HTTP server and ICMP */
+	uint32_t target_us; /* 0: the defaults (5 ms median, 15 ms p95) */
+	unsigned int streams;
+	int family; /* AF_INET (default) or AF_INET6 */
+	bool save;
+	const char *plot;
+};
+
+int tune_args_parse(int argc, char **argv, struct tune_args *out, char *err, size_t errlen);
+/* HOST[:PORT], [V6]:PORT or a bare V6 address; *host is g_malloc'd. -EINVAL if malformed. */
+int tune_split_server(const char *s, char **host, uint16_t *port);
 
 /* Say why name is no interface name, on one line. */
 bool ifname_ok_or_say(const char *name);

@@ -29,6 +29,7 @@ static const struct {
 	{ "check-config", check_config_main, "validate the configuration and print it" },
 	{ "daemon", daemon_main, "keep interfaces shaped as configured (systemd service)" },
 	{ "dispatch", dispatch_main, "NetworkManager dispatcher hook: follow the network" },
+	{ "tune", tune_main, "find the highest rate that keeps latency at the idle level" },
 	{ "serve", serve_main, "the far end of tune: load and echo for tunnel peers" },
 	{ "help", help_main, "show this help, or a command's" },
 };
@@ -61,6 +62,7 @@ static int help_main(int argc, char **argv, const struct cli *cli)
 		{ "clear", clear_usage }, { "apply", apply_usage },
 		{ "check-config", check_config_usage }, { "daemon", daemon_usage },
 		{ "dispatch", dispatch_usage },
+		{ "tune", tune_usage },
 		{ "serve", serve_usage },
 	};
 

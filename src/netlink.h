@@ -134,4 +134,10 @@ struct addr_info {
 /* Every IPv4 and IPv6 address of every link; *out is malloc'd, free() it. */
 int netlink_addr_list(struct netlink *nl, struct addr_info **out, size_t *n);
 
+/*
+ * The interface the kernel would send a packet to addr (AF_INET: 4 bytes,
+ * AF_INET6: 16) through. -ENETUNREACH when there is no route.
+ */
+int netlink_route_oif(struct netlink *nl, int family, const void *addr, int *oif);
+
 #endif

@@ -2,6 +2,7 @@
 /* The words of `set`, parsed without a kernel. */
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <glib.h>
 
 #include "cli.h"
@@ -118,10 +119,102 @@ static void test_reject(void)
 	}
 }
 
+/* The parsed args point into the words: they live until the next call. */
+static int tune_parse(const char *line, struct tune_args *a, char *err, size_t errlen)
+{
+	static GStrv argv;
+
+	g_strfreev(argv);
+	argv = *line ? g_strsplit(line, " ", -1) : g_new0(char *, 1);
+	return tune_args_parse((int)g_strv_length(argv), argv, a, err, errlen);
+}
+
+static void test_tune_args(void)
+{
+	struct tune_args a;
+	char err[256];
+
+	g_assert_cmpint(tune_parse("server 10.0.0.1", &a, err, sizeof(err)), ==, 0);
+	g_assert_true(a.egress);
+	g_assert_false(a.ingress);
+	g_assert_cmpint(a.family, ==, AF_INET);
+	g_assert_cmpuint(a.streams, ==, 4);
+	g_assert_cmpstr(a.server, ==, "10.0.0.1");
+
+	g_assert_cmpint(tune_parse("ingress server fd00::1 ipv6 streams 8 target 10ms save "
+				   "plot /tmp/x.svg",
+				   &a, err, sizeof(err)),
+			==, 0);
+	g_assert_false(a.egress);
+	g_assert_true(a.ingress);
+	g_assert_cmpint(a.family, ==, AF_INET6);
+	g_assert_cmpuint(a.streams, ==, 8);
+	g_assert_cmpuint(a.target_us, ==, 10000);
+	g_assert_true(a.save);
+	g_assert_cmpstr(a.plot, ==, "/tmp/x.svg");
+
+	g_assert_cmpint(tune_parse("both ping 10.0.0.1 download http://h/f upload http://h/u", &a,
+				   err, sizeof(err)),
+			==, 0);
+	g_assert_true(a.egress && a.ingress);
+
+	static const struct {
+		const char *line, *says;
+	} bad[] = {
+		{ "", "give server HOST" },
+		{ "server", "server: missing" },
+		{ "server h streams 0", "streams: '0'" },
+		{ "server h streams 17", "streams: '17'" },
+		{ "server h target 2s", "target: '2s'" },
+		{ "server h ping h", "not both" },
+		{ "ping h", "egress needs upload URL" },
+		{ "ingress ping h upload http://x/", "ingress needs download URL" },
+		{ "server h fast", "'fast' is not an option" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_test_message("%s", bad[i].line);
+		g_assert_cmpint(tune_parse(bad[i].line, &a, err, sizeof(err)), ==, -EINVAL);
+		g_assert_nonnull(strstr(err, bad[i].says));
+	}
+}
+
+static void test_tune_server(void)
+{
+	static const struct {
+		const char *in, *host;
+		int port; /* -1: refused */
+	} t[] = {
+		{ "10.0.0.1", "10.0.0.1", 4780 },	{ "10.0.0.1:80", "10.0.0.1", 80 },
+		{ "vpn.example:8080", "vpn.example", 8080 }, { "fd00::1", "fd00::1", 4780 },
+		{ "[fd00::1]", "fd00::1", 4780 },	{ "[fd00::1]:9", "fd00::1", 9 },
+		{ "h:0", NULL, -1 },			{ "h:65536", NULL, -1 },
+		{ "h:x", NULL, -1 },			{ ":80", NULL, -1 },
+		{ "[]:80", NULL, -1 },			{ "[fd00::1", NULL, -1 },
+		{ "[fd00::1]x", NULL, -1 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *host = NULL;
+		uint16_t port = 0;
+		int r = tune_split_server(t[i].in, &host, &port);
+
+		g_test_message("%s", t[i].in);
+		if (t[i].port < 0) {
+			g_assert_cmpint(r, ==, -EINVAL);
+			continue;
+		}
+		g_assert_cmpint(r, ==, 0);
+		g_assert_cmpstr(host, ==, t[i].host);
+		g_assert_cmpint(port, ==, t[i].port);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/cli/set/accept", test_accept);
 	g_test_add_func("/cli/set/reject", test_reject);
+	g_test_add_func("/cli/tune/args", test_tune_args);
+	g_test_add_func("/cli/tune/server", test_tune_server);
 	return g_test_run();
 }
