@@ -846,8 +846,9 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 				status = EXIT_USAGE;
 				break;
 			}
-			t->url = g_strdup_printf(strchr(t->host, ':') ? "http://[%s]:%u/%s"
-								      : "http://%s:%u/%s",
+			/* Well under serve's 60 s cap: a step's transfers are fresh and short. */
+			t->url = g_strdup_printf(strchr(t->host, ':') ? "http://[%s]:%u/%s?seconds=30"
+								      : "http://%s:%u/%s?seconds=30",
 						 t->host, t->port, t->egress ? "upload" : "download");
 		} else {
 			t->host = g_strdup(a.ping_host);
