@@ -176,6 +176,9 @@ static void on_event(const struct netlink_event *ev, void *arg)
 	case NL_EVENT_QDISC_DEL:
 		if (ev->parent != TC_H_ROOT && ev->parent != TC_H_INGRESS)
 			return;
+		/* Our own changes come back as notifications too: nothing to do. */
+		if (ev->portid && ev->portid == netlink_port(d->nl))
+			return;
 		name = g_hash_table_lookup(d->names, GINT_TO_POINTER(ev->ifindex));
 		if (!name)
 			return;

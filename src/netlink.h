@@ -24,6 +24,8 @@ int netlink_open(struct netlink **out);
 void netlink_close(struct netlink *nl);
 /* The kernel's extended ACK text for the last failed request, or "". */
 const char *netlink_ext_msg(const struct netlink *nl);
+/* The port of nl's requests: notifications they cause carry it (our own echo). */
+uint32_t netlink_port(const struct netlink *nl);
 
 struct link_info {
 	int ifindex;
@@ -108,6 +110,7 @@ struct netlink_event {
 	char ifname[IFNAME_SIZE]; /* link events */
 	char kind[32]; /* qdisc kind; link kind */
 	uint32_t parent; /* qdisc events */
+	uint32_t portid; /* the netlink port whose request caused it (0: the kernel's own) */
 };
 
 typedef void (*netlink_event_fn)(const struct netlink_event *ev, void *arg);

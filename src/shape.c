@@ -174,6 +174,10 @@ static int cake_root_set(struct netlink *nl, const char *ifname, const char *dev
 		return 0;
 	}
 
+	if (ours)
+		/* Ours was there and is not: someone removed or replaced it. */
+		log_info("%s: root qdisc of %s is %s, not wgshape's cake: putting cake back",
+			 ifname, dev, r == 0 ? root.kind : "the default");
 	if (orig && !orig->egress) {
 		/* First touch: remember what to put back on clear. */
 		snprintf(orig->orig_kind, sizeof(orig->orig_kind), "%s", r == 0 ? root.kind : "default");
@@ -291,6 +295,9 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 			"(remove it first: tc qdisc del dev %s ingress)", ifname, ifname, ifname);
 		return -EEXIST;
 	}
+	if (present || (st->ingress && !have_ifb))
+		log_info("%s: wgshape's download shaping lost its %s: rebuilding it", ifname,
+			 present ? "IFB or redirect" : "IFB");
 	if (present) {
 		/* Ours, but broken (the IFB or the redirect went away): rebuild it. */
 		r = netlink_ingress_del(nl, link->ifindex);
@@ -536,8 +543,8 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 			ifname, statedir, strerror(-r));
 		undo_run(nl, &u_eg, &st, link.ifindex);
 		undo_run(nl, &u_in, &st, link.ifindex);
-	} else if (warn) {
-		/* Only now: a failure above must stay one line. */
+	} else if (warn && (u_in.what != UNDO_NONE || u_eg.what != UNDO_NONE)) {
+		/* Only now, and only when something changed: a failure must stay one line. */
 		log_warn("%s: overhead %d: %s", ifname, o.overhead, st.overhead_reason);
 	}
 out:

@@ -57,6 +57,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 	default:
 		return NL_SKIP;
 	}
+	ev.portid = hdr->nlmsg_pid;
 	e->fn(&ev, e->arg);
 	return NL_OK;
 }

@@ -219,6 +219,11 @@ const char *netlink_ext_msg(const struct netlink *nl)
 	return nl->ext_msg;
 }
 
+uint32_t netlink_port(const struct netlink *nl)
+{
+	return nl_socket_get_local_port(nl->rt);
+}
+
 int netlink_genl_family(struct netlink *nl, const char *name, int *family)
 {
 	int r;
