@@ -63,13 +63,13 @@ int apply_main(int argc, char **argv, const struct cli *cli)
 	}
 	if (argc == 2 && !ifname_ok_or_say(argv[1]))
 		return EXIT_USAGE;
+	rc.only = argc == 2 ? argv[1] : NULL;
 	if (!cli_can_net_admin(rc.only))
 		return EXIT_FAIL;
 	cfg = cli_load_config(cli);
 	if (!cfg)
 		return EXIT_FAIL;
 	rc.cfg = cfg;
-	rc.only = argc == 2 ? argv[1] : NULL;
 	if (cfg->networks->len) {
 		nm_nets_get(&nets);
 		rc.nets = nets->nets;

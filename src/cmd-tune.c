@@ -397,14 +397,16 @@ static int prove_path(struct tune_run *t, const char *what, const struct sockadd
 	inet_ntop(ss->ss_family, addr, text, sizeof(text));
 	r = netlink_route_oif(t->nl, ss->ss_family, addr, &oif);
 	if (r < 0) {
-		log_err("%s: tune: no route to %s (%s): %s", t->ifname, what, text, strerror(-r));
+		snprintf(t->failure, sizeof(t->failure), "no route to %s (%s): %s", what, text,
+			 strerror(-r));
 		return r;
 	}
 	if (oif != ifindex) {
 		if (netlink_link_get_index(t->nl, oif, &via) < 0)
 			snprintf(via.name, sizeof(via.name), "ifindex %d", oif);
-		log_err("%s: tune: the route to %s (%s) goes through %s, not %s: the measurement "
-			"would not cross the tunnel", t->ifname, what, text, via.name, t->ifname);
+		snprintf(t->failure, sizeof(t->failure), "the route to %s (%s) goes through %s, "
+			 "not %s: the measurement would not cross the tunnel", what, text,
+			 via.name, t->ifname);
 		return -EXDEV;
 	}
 	if (!t->cli->json)
@@ -423,8 +425,8 @@ static int run_direction(struct tune_run *t, int ifindex)
 	/* Prove the path for the probes and the load, in the forced family. */
 	r = measure_resolve(t->host, t->port, t->a->family, &ss, &sl);
 	if (r < 0) {
-		log_err("%s: tune: %s has no %s address", t->ifname, t->host,
-			t->a->family == AF_INET ? "IPv4" : "IPv6");
+		snprintf(t->failure, sizeof(t->failure), "%s has no %s address (the family is "
+			 "forced: ipv4 or ipv6)", t->host, t->a->family == AF_INET ? "IPv4" : "IPv6");
 		return r;
 	}
 	r = prove_path(t, "the probe target", &ss, ifindex);
@@ -432,8 +434,8 @@ static int run_direction(struct tune_run *t, int ifindex)
 		return r;
 	r = measure_resolve_url(t->url, t->a->family, &ss, &sl);
 	if (r < 0) {
-		log_err("%s: tune: %s: no %s address for its host", t->ifname, t->url,
-			t->a->family == AF_INET ? "IPv4" : "IPv6");
+		snprintf(t->failure, sizeof(t->failure), "%s: no %s address for its host", t->url,
+			 t->a->family == AF_INET ? "IPv4" : "IPv6");
 		return r;
 	}
 	r = prove_path(t, "the load server", &ss, ifindex);
@@ -716,6 +718,7 @@ static int save_result(const struct cli *cli, struct tune_run *const *runs, size
 	struct nm_nets *nets = NULL;
 	char group[300], value[64], why_net[192];
 	const char *ifname = runs[0]->ifname;
+	bool found = false;
 	int idx = -1;
 
 	/* The profile in use now, if a [network] profile names this tunnel. */
@@ -732,11 +735,24 @@ static int save_result(const struct cli *cli, struct tune_run *const *runs, size
 			nm_nets_free(nets);
 		}
 	}
-	if (idx >= 0)
+	if (idx >= 0) {
 		snprintf(group, sizeof(group), "network %s",
 			 ((const struct conf_iface *)profs->pdata[idx])->name);
-	else
+	} else if (profs->len) {
+		/* An [interface] section would be overridden by the profiles. */
+		log_err("save: [network] profiles decide %s's shaping but none matches this "
+			"network (%s): add a profile for it, then save", ifname, why_net);
+		return -ENOENT;
+	} else {
 		snprintf(group, sizeof(group), "interface %s", ifname);
+	}
+	for (size_t i = 0; i < n && !found; i++)
+		found = runs[i]->search.phase == TUNE_DONE;
+	if (!found) {
+		if (!cli->json)
+			printf("nothing to save: no rate was found\n");
+		return 0;
+	}
 
 	g_key_file_load_from_file(kf, path, G_KEY_FILE_KEEP_COMMENTS, NULL);
 	for (size_t i = 0; i < n; i++) {
@@ -862,19 +878,23 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 			log_err("%s: tune: could not put %s shaping back as it was", argv[1],
 				dirname_of(t));
 		if (r < 0) {
-			if (t->failure[0])
-				log_err("%s: tune %s: %s; %s shaping is back as it was", argv[1],
-					dirname_of(t), t->failure, argv[1]);
+			if (!t->failure[0])
+				snprintf(t->failure, sizeof(t->failure), "%s", strerror(-r));
+			log_err("%s: tune %s: %s; %s shaping is as it was", argv[1], dirname_of(t),
+				t->failure, argv[1]);
 			status = EXIT_FAIL;
-		} else if (!cli->json) {
-			report_text(t);
+		} else {
+			if (!cli->json)
+				report_text(t);
+			if (t->search.phase == TUNE_FAILED)
+				status = EXIT_FAIL;
 		}
 		if (cli->json)
 			report_json(j, t);
 	}
 	json_builder_end_array(j);
-	if (status == EXIT_OK && a.plot && n)
-		write_plot(a.plot, done, n);
+	if (status == EXIT_OK && a.plot && n && write_plot(a.plot, done, n) < 0)
+		status = EXIT_FAIL;
 	if (status == EXIT_OK && a.save && n) {
 		if (save_result(cli, done, n) < 0 || apply_saved(cli, nl, argv[1]) < 0)
 			status = EXIT_FAIL;

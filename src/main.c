@@ -113,7 +113,8 @@ int main(int argc, char **argv)
 			cli.config_path = optarg;
 			break;
 		default:
-			usage(stderr);
+			/* getopt said what was wrong on its line */
+			log_err("see wgshape --help");
 			return EXIT_USAGE;
 		}
 	}
@@ -123,7 +124,7 @@ int main(int argc, char **argv)
 	statedir = state_dir_for_netns(env && *env ? env : WGSHAPE_RUNDIR);
 	cli.statedir = statedir;
 	if (optind >= argc) {
-		usage(stderr);
+		log_err("missing COMMAND (see wgshape --help)");
 		return EXIT_USAGE;
 	}
 	/* -j after the command too: `wgshape show -j` is what people type. */
