@@ -94,6 +94,7 @@ int main(int argc, char **argv)
 	const char *env;
 	int c;
 
+	opterr = 0; /* one line of our own instead */
 	/* Stop at the command: its own words (and -h) are its business. */
 	while ((c = getopt_long(argc, argv, "+jvhVc:", opts, NULL)) != -1) {
 		switch (c) {
@@ -113,8 +114,8 @@ int main(int argc, char **argv)
 			cli.config_path = optarg;
 			break;
 		default:
-			/* getopt said what was wrong on its line */
-			log_err("see wgshape --help");
+			log_err("'%s': unknown option or missing value (see wgshape --help)",
+				argv[optind - 1]);
 			return EXIT_USAGE;
 		}
 	}
