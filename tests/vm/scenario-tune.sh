@@ -1,0 +1,454 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# wgshape tune on a real kernel, against a bloated line: netem on the veth
+# (10 Mbit/s, 10 ms each way, 1000 packets of buffer), outside the tunnel,
+# like a cable modem. The lab runs under TCG, where WireGuard alone moves
+# 20-100 Mbit/s, so the line is kept at 10 Mbit/s and the part is skipped
+# when the VM cannot move 3 times that unshaped.
+#
+#   scenario-tune.sh egress   tune cli's upload against `wgshape serve` in srv:
+#                             -j over a hand-set cake (no save: exactly as
+#                             before), then text + save (applied); iperf3 + ping
+#   scenario-tune.sh ingress  tune cli's download (IFB); no save: as before;
+#                             iperf3 -R + ping with the result set
+#   scenario-tune.sh seed     the seed's layout: srv tunes its own egress toward
+#                             cli running serve; iperf3 -R from cli + ping
+#   scenario-tune.sh errors   interrupt mid-tune, unreachable far end, a route
+#                             outside the tunnel, serve without a tunnel address
+#   scenario-tune.sh http     both directions against lighttpd (download) and a
+#                             python3 POST sink (upload), ping for latency
+#
+# The checks after tuning use tools that are not ours: iperf3 with 4 parallel
+# streams through the tunnel and ping. They assert: added latency p95 <= 15 ms,
+# goodput >= 90% of the unshaped goodput (85% when shaping at ingress).
+. "$(dirname "$0")/lib.sh"
+
+part=${1:-egress}
+LINE_RATE=10mbit LINE_DELAY=10ms LINE_LIMIT=1000
+SERVE_PORT=4780
+ADDED_P95_MAX=15
+
+need_wgshape
+need_tools iperf3 ss ping awk
+
+# ---- helpers ----------------------------------------------------------------
+
+# serve_start NS [ARGS...]: `wgshape serve` in NS in the background, until
+# its port listens. SERVE_PID, SERVE_ERR.
+serve_start() {
+	local ns=$1 i
+	shift
+	SERVE_ERR=$LAB_TMP/serve-$ns.err
+	# not through inns (a function): $! must be wgshape itself
+	ip netns exec "$ns" "$WGSHAPE" serve "$@" >/dev/null 2>"$SERVE_ERR" &
+	SERVE_PID=$!
+	for i in $(seq 1 50); do
+		inns "$ns" ss -Hltn "sport = :$SERVE_PORT" | grep -q . && {
+			info "wgshape serve $* running in $ns (pid $SERVE_PID)"
+			return 0
+		}
+		kill -0 "$SERVE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	die "wgshape serve $* in $ns did not start: $(cat "$SERVE_ERR")"
+}
+
+serve_stop() {
+	[ -n "${SERVE_PID:-}" ] || return 0
+	kill -TERM "$SERVE_PID" 2>/dev/null || true
+	wait "$SERVE_PID" 2>/dev/null || true
+	SERVE_PID=
+}
+
+# need_capacity: WireGuard unshaped (4 TCP streams, cli to srv) must move at
+# least 3 times the line, or the emulated CPU, not the line, is measured.
+need_capacity() {
+	local cap try need=$((3 * $(rate_bytes "$LINE_RATE") * 8))
+	# a busy host only ever slows the VM down: up to 3 tries
+	for try in 1 2 3; do
+		cap=$(iperf_rate cli "$SRV_TUN4" 4 -P 4)
+		info "unshaped WireGuard here, no bottleneck: $(mbit "$cap") (4 TCP streams, try $try)"
+		[ "$cap" -lt "$need" ] || return 0
+	done
+	skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, the tune test needs 3 x $LINE_RATE"
+}
+
+# tune NS ARGS...: wgshape tune, timed (TUNE_SECS), through lib.sh's wgshape.
+tune() {
+	local t0 t1
+	t0=$(date +%s.%N)
+	wgshape "$@"
+	t1=$(date +%s.%N)
+	TUNE_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')
+	info "took ${TUNE_SECS} s"
+}
+
+# lib.sh's expect_same_snapshot shows the difference with diff <(...), and
+# the lab VM has no /dev/fd: the same check, with the diff through files.
+expect_same_snapshot() {
+	if [ "$2" = "$3" ]; then
+		pass "$1: no kernel change"
+	else
+		fail "$1: kernel state changed:"
+		echo "$2" >"$LAB_TMP/snap.before"
+		echo "$3" >"$LAB_TMP/snap.after"
+		{ diff -u "$LAB_TMP/snap.before" "$LAB_TMP/snap.after" || true; } | sed 's/^/     /' | head -40 || true
+	fi
+}
+
+# shaping NS: tc's view of every qdisc and filter in NS, and the links (for an
+# IFB made or left behind): the "exactly as before" check.
+shaping() { snapshot "$1"; }
+
+# pct A B: A as a whole percentage of B.
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%d\n", (b > 0) ? 100 * a / b : 0 }'; }
+
+# ping_rtts NS HOST COUNT: one RTT (ms) per line, 5 a second.
+ping_rtts() {
+	inns "$1" ping -4 -n -i 0.2 -W 1 -c "$3" "$2" 2>/dev/null |
+		sed -n 's/.* time=\([0-9.]*\) ms.*/\1/p'
+}
+
+# quantile Q: the Q-quantile (0..1) of the numbers on stdin (nearest rank).
+quantile() {
+	sort -g | awk -v q="$1" '{ v[NR] = $1 } END {
+		if (!NR) { print "nan"; exit }
+		i = int(q * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
+}
+
+# idle_rtt NS HOST: the idle RTT median, in ms (IDLE_P50).
+idle_rtt() {
+	local r
+	r=$(ping_rtts "$1" "$2" 20)
+	IDLE_P50=$(quantile 0.5 <<<"$r")
+	info "idle RTT $1 -> $2: p50 $IDLE_P50 ms, p95 $(quantile 0.95 <<<"$r") ms"
+}
+
+# under_load NS SERVER [iperf3 options]: iperf3 with 4 streams for 12 s (the
+# first 2 left out) with ping all along (the pings of the first 2 s left
+# out too). Sets LOAD_GOODPUT (bit/s), LOAD_P50, LOAD_P95 (added over
+# IDLE_P50, ms), LOAD_LOST.
+under_load() {
+	local ns=$1 server=$2 pp json r n
+	shift 2
+	ping_rtts "$ns" "$server" 60 >"$LAB_TMP/load-ping" &
+	pp=$!
+	json=$(inns "$ns" iperf3 -4 -c "$server" -t 10 -O 2 -P 4 -J "$@" 2>&1) || true
+	wait "$pp" || true
+	LOAD_GOODPUT=$(jq -r '.end.sum_received.bits_per_second // empty | floor' <<<"$json" 2>/dev/null) || true
+	[ -n "$LOAD_GOODPUT" ] || die "iperf3 -c $server $* in $ns failed: $(jq -r '.error // empty' <<<"$json" 2>/dev/null || tail -3 <<<"$json")"
+	r=$(tail -n +11 "$LAB_TMP/load-ping")
+	n=$(grep -c . <<<"$r" || true)
+	LOAD_LOST=$((50 - n))
+	LOAD_P50=$(quantile 0.5 <<<"$r" | awk -v i="$IDLE_P50" '{ printf "%.1f", $1 - i }')
+	LOAD_P95=$(quantile 0.95 <<<"$r" | awk -v i="$IDLE_P50" '{ printf "%.1f", $1 - i }')
+	info "iperf3 -P 4 $*: $(mbit "$LOAD_GOODPUT"), added latency p50 $LOAD_P50 ms, p95 $LOAD_P95 ms ($LOAD_LOST of 50 pings lost)"
+}
+
+# expect_le_num WHAT MAX FOUND (decimals)
+expect_le_num() {
+	if awk -v m="$2" -v f="$3" 'BEGIN { exit !(f != "" && f != "nan" && f + 0 <= m + 0) }'; then
+		pass "$1 = $3 (<= $2)"
+	else
+		fail "$1: expected <= $2, found '$3'"
+	fi
+}
+
+# expect_tuned_text WHAT DIR: the text run ended well: a table, a result.
+# Sets TUNED (tc's spelling of the rate, as printed).
+expect_tuned_text() {
+	local what=$1 dir=$2
+	expect_eq "$what: exit status" 0 "$WG_RC"
+	expect_match "$what: the table's head" '^ +step +rate +goodput +idle50' "$WG_OUT"
+	expect_match "$what: a search step" '^ +search ' "$WG_OUT"
+	expect_match "$what: a confirm step" '^ +confirm ' "$WG_OUT"
+	expect_match "$what: the result" "^wg0 $dir: [0-9.]+[KMG]?bit \\([0-9]+% of the unshaped" "$WG_OUT"
+	TUNED=$(sed -n "s/^wg0 $dir: \\([0-9.]*[KMG]*bit\\) (.*/\\1/p" <<<"$WG_OUT" | head -1)
+	info "$what: tuned rate $TUNED in $TUNE_SECS s"
+}
+
+# rate_bits TC_RATE: tc's spelling (Kbit, Mbit... as format_rate prints) in bit/s.
+rate_bits() {
+	awk -v r="$1" 'BEGIN { n = r + 0; u = tolower(substr(r, length(n "") + 1))
+		m["bit"] = 1; m["kbit"] = 1e3; m["mbit"] = 1e6; m["gbit"] = 1e9
+		printf "%d\n", n * m[u] }'
+}
+
+# verify NS SERVER PCT WHAT [iperf3 options]: with the tuned shaping in place,
+# iperf3 + ping against the unshaped figures in UNSHAPED_GOODPUT.
+verify() {
+	local ns=$1 server=$2 min=$3 what=$4
+	shift 4
+	under_load "$ns" "$server" "$@"
+	expect_le_num "$what: added latency p95 (ms, ping under iperf3 -P 4)" "$ADDED_P95_MAX" "$LOAD_P95"
+	expect_ge "$what: goodput, % of the unshaped $(mbit "$UNSHAPED_GOODPUT")" "$min" \
+		"$(pct "$LOAD_GOODPUT" "$UNSHAPED_GOODPUT")"
+	FIGURES+=("$what: iperf3 $(mbit "$LOAD_GOODPUT") = $(pct "$LOAD_GOODPUT" "$UNSHAPED_GOODPUT")% of unshaped $(mbit "$UNSHAPED_GOODPUT"); added p50 $LOAD_P50 ms p95 $LOAD_P95 ms (unshaped: p50 $UNSHAPED_P50 p95 $UNSHAPED_P95)")
+}
+
+# unshaped NS SERVER [iperf3 options]: the control, into UNSHAPED_*.
+unshaped() {
+	under_load "$@"
+	UNSHAPED_GOODPUT=$LOAD_GOODPUT UNSHAPED_P50=$LOAD_P50 UNSHAPED_P95=$LOAD_P95
+}
+
+FIGURES=()
+figures() {
+	local f
+	step "figures"
+	for f in "${FIGURES[@]}"; do info "$f"; done
+}
+
+# lab: topology, bottleneck, iperf3 server in SRVNS, capacity check first.
+setup() {
+	lab_topology ipv4
+	iperf_server srv "$SRV_TUN4"
+	need_capacity
+	lab_bottleneck "$LINE_RATE" "$LINE_DELAY" "$LINE_LIMIT"
+}
+
+# ---- parts ------------------------------------------------------------------
+
+part_egress() {
+	local before after json n
+	setup
+	serve_start srv
+	step "unshaped upload through the bloated line"
+	idle_rtt cli "$SRV_TUN4"
+	unshaped cli "$SRV_TUN4"
+
+	step "-j tune wg0 egress over a hand-set cake (tc, 3mbit), no save"
+	inns cli tc qdisc replace dev wg0 root cake bandwidth 3mbit
+	before=$(shaping cli)
+	tune cli -j tune wg0 egress server "$SRV_TUN4"
+	after=$(shaping cli)
+	expect_eq "-j tune egress: exit status" 0 "$WG_RC"
+	json=$WG_OUT
+	if jq -e . >/dev/null 2>&1 <<<"$json"; then pass "-j output parses with jq"; else fail "-j output does not parse: $json"; fi
+	n=$(jq -r '.[0].steps | length' <<<"$json" 2>/dev/null || echo 0)
+	expect_ge "-j tune egress: steps" 2 "$n"
+	expect_eq "-j tune egress: outcome" "done" "$(jq -r '.[0].outcome' <<<"$json" 2>/dev/null)"
+	expect_same_snapshot "tune without save over a hand-set cake" "$before" "$after"
+	FIGURES+=("egress -j run: $(jq -r '.[0] | "rate \(.rate / 1e6) Mbit/s vs unshaped goodput \(.unshaped.goodput / 1e6) Mbit/s, \(.steps | length) steps, \(.seconds | floor) s"' <<<"$json" 2>/dev/null); wall $TUNE_SECS s")
+
+	step "tune wg0 egress save, from no shaping"
+	inns cli tc qdisc del dev wg0 root
+	tune cli tune wg0 egress server "$SRV_TUN4" save
+	expect_tuned_text "tune egress save" egress
+	expect_match "tune egress save: saved" '^saved in ' "$WG_OUT"
+	expect_cake cli wg0 bandwidth="$(($(rate_bits "$TUNED") / 8))"
+	FIGURES+=("egress text run: tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
+
+	step "iperf3 upload + ping with the tuned rate (applied by save)"
+	verify cli "$SRV_TUN4" 90 "egress (cli upload) at $TUNED"
+	figures
+}
+
+part_ingress() {
+	local before after
+	setup
+	serve_start srv
+	step "unshaped download through the bloated line"
+	idle_rtt cli "$SRV_TUN4"
+	unshaped cli "$SRV_TUN4" -R
+
+	step "tune wg0 ingress, no save"
+	before=$(shaping cli)
+	tune cli tune wg0 ingress server "$SRV_TUN4"
+	after=$(shaping cli)
+	expect_tuned_text "tune ingress" ingress
+	expect_same_snapshot "tune ingress without save" "$before" "$after"
+	FIGURES+=("ingress run: tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
+
+	step "iperf3 download + ping with wgshape set wg0 ingress $TUNED"
+	expect_wgshape_ok cli set wg0 ingress "$TUNED"
+	verify cli "$SRV_TUN4" 85 "ingress (cli download) at $TUNED" -R
+	figures
+}
+
+part_seed() {
+	local before after
+	setup
+	serve_start cli
+	step "unshaped download to cli through the bloated line"
+	idle_rtt cli "$SRV_TUN4"
+	unshaped cli "$SRV_TUN4" -R
+
+	step "srv: tune wg0 egress server $CLI_TUN4 (the clients' download, at the server)"
+	before=$(shaping srv)
+	tune srv tune wg0 egress server "$CLI_TUN4"
+	after=$(shaping srv)
+	expect_tuned_text "srv tune egress" egress
+	expect_same_snapshot "srv tune egress without save" "$before" "$after"
+	FIGURES+=("seed layout (srv egress): tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
+
+	step "iperf3 download to cli + ping with srv's wg0 egress at $TUNED"
+	expect_wgshape_ok srv set wg0 egress "$TUNED"
+	verify cli "$SRV_TUN4" 90 "seed layout (srv egress, cli download) at $TUNED" -R
+	figures
+}
+
+part_errors() {
+	local before after pid rc i lines
+	lab_topology ipv4
+	lab_bottleneck "$LINE_RATE" "$LINE_DELAY" "$LINE_LIMIT"
+	serve_start srv
+
+	step "interrupt mid-tune: SIGINT during a search step, over wgshape's own cake"
+	expect_wgshape_ok cli set wg0 egress 4mbit
+	before=$(shaping cli)
+	# Directly, not through a shell function: $! is then wgshape itself (ip
+	# netns exec execs it), not a subshell that ignores SIGINT.
+	ip netns exec cli "$WGSHAPE" tune wg0 egress server "$SRV_TUN4" >"$LAB_TMP/tune.out" 2>"$LAB_TMP/tune.err" &
+	pid=$!
+	# tune first takes the shaping off (the unshaped control), then each
+	# search step puts a cake at its rate: wait for a cake at another rate
+	# than the 4mbit set by hand (500000 bytes/s).
+	local bw seen=
+	for i in $(seq 1 900); do
+		kill -0 "$pid" 2>/dev/null || break
+		bw=$(root_field cli wg0 .options.bandwidth)
+		case "$bw" in
+		500000 | "(none)") ;;
+		*) seen=$bw && break ;;
+		esac
+		sleep 0.1
+	done
+	if [ -n "$seen" ]; then
+		sleep 1
+		info "a search step at $seen bytes/s on cli wg0: SIGINT"
+		kill -INT "$pid"
+	else
+		fail "no search step seen: $(cat "$LAB_TMP/tune.out" "$LAB_TMP/tune.err")"
+		kill -INT "$pid" 2>/dev/null || true
+	fi
+	rc=0
+	wait "$pid" || rc=$?
+	after=$(shaping cli)
+	sed 's/^/     > /' "$LAB_TMP/tune.out"
+	sed 's/^/     ! /' "$LAB_TMP/tune.err"
+	if [ "$rc" != 0 ]; then pass "interrupted tune exits $rc"; else fail "interrupted tune exits 0"; fi
+	lines=$(grep -c '' "$LAB_TMP/tune.err" || true)
+	expect_eq "lines on stderr of the interrupted tune" 1 "$lines"
+	expect_match "stderr of the interrupted tune" 'interrupted' "$(cat "$LAB_TMP/tune.err")"
+	expect_same_snapshot "interrupted tune" "$before" "$after"
+
+	step "unreachable far end"
+	serve_stop
+	expect_wgshape_fails cli '' tune wg0 egress server "$SRV_TUN4"
+	serve_start srv
+	# in the tunnel's subnet, routed through wg0, but no peer has it
+	expect_wgshape_fails cli '' tune wg0 egress server 10.200.0.9
+	expect_wgshape_fails cli '' tune wg0 ingress server "$SRV_TUN4:4781"
+
+	step "a far end whose route does not go through the tunnel"
+	expect_wgshape_fails cli 'goes through' tune wg0 egress server "$SRV_V4"
+	serve_stop
+
+	step "serve without a WireGuard address"
+	ip netns add lone
+	ip -n lone link set lo up
+	WG_WRAP="timeout 10"
+	wgshape lone serve
+	WG_WRAP=
+	expect_eq "serve with no WireGuard address: exit" 1 "$WG_RC"
+	expect_eq "serve with no WireGuard address: lines on stderr" 1 "$(printf '%s' "$WG_ERR" | grep -c '')"
+	ip netns del lone
+
+	step "serve listen on a non-tunnel address: warns, serves"
+	serve_start srv listen "$SRV_V4"
+	sleep 0.3
+	expect_match "serve listen $SRV_V4: warning" 'not a WireGuard interface' "$(cat "$SERVE_ERR")"
+	if command -v curl >/dev/null; then
+		n=$(inns cli curl -s -o /dev/null -w '%{http_code} %{size_download}' --max-time 3 \
+			"http://$SRV_V4:$SERVE_PORT/download?seconds=1" || true)
+		expect_match "GET /download from cli over the veth" '^200 [1-9]' "$n"
+	fi
+	serve_stop
+}
+
+# Not a check: what iperf3 + ping see with cake at a few rates (the truth
+# tune's own measurements are compared with). sweep egress|ingress.
+part_sweep() {
+	local dir=${2:-egress} r opt=()
+	setup
+	[ "$dir" = egress ] || opt=(-R)
+	idle_rtt cli "$SRV_TUN4"
+	unshaped cli "$SRV_TUN4" "${opt[@]}"
+	FIGURES+=("$dir unshaped: $(mbit "$UNSHAPED_GOODPUT"), added p50 $UNSHAPED_P50 p95 $UNSHAPED_P95")
+	for r in ${SWEEP_RATES:-5mbit 7mbit 8mbit 9mbit 9500kbit}; do
+		step "$dir at $r"
+		expect_wgshape_ok cli set wg0 "$dir" "$r"
+		under_load cli "$SRV_TUN4" "${opt[@]}"
+		FIGURES+=("$dir cake $r: $(mbit "$LOAD_GOODPUT") ($(pct "$LOAD_GOODPUT" "$UNSHAPED_GOODPUT")%), added p50 $LOAD_P50 p95 $LOAD_P95")
+	done
+	figures
+}
+
+# A POST sink for the upload: any HTTP server will do; this one takes
+# chunked bodies (what tune sends) and Content-Length ones.
+POST_SINK='
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = n = int(self.rfile.readline().split(b";")[0], 16)
+                while n > 0:
+                    d = self.rfile.read(min(n, 65536))
+                    if not d: return
+                    n -= len(d)
+                self.rfile.readline()
+                if size == 0: break
+        else:
+            n = int(self.headers.get("Content-Length", 0))
+            while n > 0: n -= len(self.rfile.read(min(n, 65536)))
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H).serve_forever()
+'
+
+part_http() {
+	local before after json
+	need_tools lighttpd python3
+	setup
+	step "lighttpd (download: a 2 GB sparse file) and a python3 POST sink in srv"
+	mkdir -p "$LAB_TMP/www"
+	truncate -s 2G "$LAB_TMP/www/big"
+	cat >"$LAB_TMP/lighttpd.conf" <<EOF
+server.document-root = "$LAB_TMP/www"
+server.bind = "$SRV_TUN4"
+server.port = 8080
+server.pid-file = "$LAB_TMP/lighttpd.pid"
+server.errorlog = "$LAB_TMP/lighttpd.err"
+server.max-connections = 64
+EOF
+	inns srv lighttpd -D -f "$LAB_TMP/lighttpd.conf" &
+	inns srv python3 -c "$POST_SINK" "$SRV_TUN4" 8081 &
+	local i
+	for i in $(seq 1 50); do
+		[ "$(inns srv ss -Hltn '( sport = :8080 or sport = :8081 )' | grep -c .)" = 2 ] && break
+		sleep 0.1
+	done
+	[ "$i" != 50 ] || die "lighttpd or the POST sink did not start"
+
+	idle_rtt cli "$SRV_TUN4"
+	before=$(shaping cli)
+	tune cli -j tune wg0 both download "http://$SRV_TUN4:8080/big" \
+		upload "http://$SRV_TUN4:8081/upload" ping "$SRV_TUN4"
+	after=$(shaping cli)
+	json=$WG_OUT
+	expect_eq "tune both against lighttpd + POST sink: exit" 0 "$WG_RC"
+	expect_eq "directions done" "done done" "$(jq -r '[.[].outcome] | join(" ")' <<<"$json" 2>/dev/null)"
+	expect_same_snapshot "tune both without save" "$before" "$after"
+	FIGURES+=("http (lighttpd + sink, ping): $(jq -r '.[] | "\(.direction) \(.rate / 1e6) Mbit/s vs unshaped \(.unshaped.goodput / 1e6) (\(.steps | length) steps, \(.seconds | floor) s)"' <<<"$json" 2>/dev/null | paste -sd';')")
+	figures
+}
+
+case "$part" in
+egress | ingress | seed | errors | http | sweep) "part_$part" "$@" ;;
+*) die "scenario-tune.sh: egress|ingress|seed|errors|http, not '$part'" ;;
+esac
+finish
