@@ -200,6 +200,7 @@ struct tune_run {
 	uint16_t port;
 	char *url;
 	struct dir_before before;
+	bool before_read; /* before holds the kernel's view: there is something to restore */
 	struct lat_stats idle;
 	struct tune_step single, unshaped, rule20, final;
 	double single_stream_goodput;
@@ -444,6 +445,7 @@ static int run_direction(struct tune_run *t, int ifindex)
 	r = read_dir(t, &t->before, NULL);
 	if (r < 0)
 		return r;
+	t->before_read = true;
 
 	if (!t->cli->json)
 		printf("\n%s %s (%s): %u streams, steps of %.0f s\n", t->ifname, dirname_of(t),
@@ -873,8 +875,12 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 		r = run_direction(t, link.ifindex);
 		t->seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
 		done[n++] = t;
-		/* Whatever happened, this direction is as it was before tune. */
-		if (restore(t) < 0)
+		/*
+		 * Whatever happened, this direction is as it was before tune. A run
+		 * that stopped before reading it (path refused) changed nothing:
+		 * "restoring" an empty view would take the shaping off.
+		 */
+		if (t->before_read && restore(t) < 0)
 			log_err("%s: tune: could not put %s shaping back as it was", argv[1],
 				dirname_of(t));
 		if (r < 0) {
