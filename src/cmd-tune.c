@@ -244,13 +244,12 @@ static int read_dir(struct tune_run *t, struct dir_before *out, uint64_t *drops)
  * overhead above all: a step must cost the line what the result will), or
  * wgshape's defaults when it was not shaped.
  */
-static int shape_dir(struct tune_run *t, uint64_t rate, const char *source)
+static int shape_dir(struct tune_run *t, enum dir_action act, uint64_t rate, const char *source)
 {
 	struct shape_request req = { 0 };
 	const struct dir_before *b = &t->before;
-	enum dir_action act = rate ? DIR_SET : DIR_OFF;
 
-	if (b->shaped && rate) {
+	if (b->shaped && act == DIR_SET) {
 		req.opts = b->opts;
 		/* What set may send; the rest (flow mode, atm...) set never changes. */
 		req.opts.has &= CAKE_HAS_OVERHEAD | CAKE_HAS_MPU | CAKE_HAS_RTT |
@@ -268,9 +267,15 @@ static int shape_dir(struct tune_run *t, uint64_t rate, const char *source)
 	return shape_set(t->nl, t->cli->statedir, t->ifname, &req);
 }
 
+/*
+ * A step's rate; 0 is cake unlimited, the unshaped control: the queue then
+ * builds at the bottleneck as with no shaping, while the qdisc, its handle
+ * and its counters stay, and a cake someone set by hand is out of the way
+ * (saved, and put back by restore()).
+ */
 static int set_rate(struct tune_run *t, uint64_t rate)
 {
-	return shape_dir(t, rate, "tune (running)");
+	return shape_dir(t, DIR_SET, rate, "tune (running)");
 }
 
 /* Put our direction back exactly as it was before tune. */
@@ -278,7 +283,9 @@ static int restore(struct tune_run *t)
 {
 	const struct dir_before *b = &t->before;
 
-	return shape_dir(t, b->shaped ? b->opts.rate : 0, b->source[0] ? b->source : NULL);
+	if (!b->shaped)
+		return shape_dir(t, DIR_OFF, 0, NULL);
+	return shape_dir(t, DIR_SET, b->opts.rate, b->source[0] ? b->source : NULL);
 }
 
 static int progress(const struct measure_progress *p, void *arg)
