@@ -74,6 +74,7 @@ int apply_main(int argc, char **argv, const struct cli *cli)
 		nm_nets_get(&nets);
 		rc.nets = nets->nets;
 		rc.n_nets = nets->n;
+		rc.nets_unknown = !nets->running || nets->settling;
 	}
 	r = netlink_open(&rc.nl);
 	if (r < 0) {

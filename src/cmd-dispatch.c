@@ -70,6 +70,7 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 	rc.cfg = cfg;
 	rc.nets = nets->nets;
 	rc.n_nets = nets->n;
+	rc.nets_unknown = !nets->running || nets->settling;
 	r = reconcile_all(&rc);
 	netlink_close(rc.nl);
 	nm_nets_free(nets);

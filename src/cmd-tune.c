@@ -801,6 +801,7 @@ static int apply_saved(const struct cli *cli, struct netlink *nl, const char *if
 	rc.cfg = cfg;
 	rc.nets = nets->nets;
 	rc.n_nets = nets->n;
+	rc.nets_unknown = !nets->running || nets->settling;
 	r = reconcile_iface(&rc, ifname);
 	nm_nets_free(nets);
 	return r;

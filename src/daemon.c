@@ -82,6 +82,7 @@ static gboolean on_idle(gpointer data)
 		nm_watch_nets(d->nm, &nets);
 		rc.nets = nets->nets;
 		rc.n_nets = nets->n;
+		rc.nets_unknown = !nets->running || nets->settling;
 	}
 	if (d->resync) {
 		d->resync = false;

@@ -44,8 +44,17 @@ static struct nm_nets *snapshot(NMClient *client)
 		NMDevice *dev = devs && devs->len ? devs->pdata[0] : NULL;
 		struct active_net *a = &n->nets[n->n];
 
-		if (nm_active_connection_get_state(ac) != NM_ACTIVE_CONNECTION_STATE_ACTIVATED)
+		switch (nm_active_connection_get_state(ac)) {
+		case NM_ACTIVE_CONNECTION_STATE_ACTIVATED:
+			break;
+		case NM_ACTIVE_CONNECTION_STATE_ACTIVATING:
+		case NM_ACTIVE_CONNECTION_STATE_DEACTIVATING:
+			/* Between two networks: deciding now would clear, then re-add. */
+			n->settling = true;
 			continue;
+		default:
+			continue;
+		}
 		a->id = keep(n, nm_active_connection_get_id(ac));
 		a->uuid = keep(n, nm_active_connection_get_uuid(ac));
 		a->type = keep(n, nm_active_connection_get_connection_type(ac));

@@ -17,6 +17,7 @@ struct nm_nets {
 	struct active_net *nets;
 	size_t n;
 	bool running; /* NetworkManager was on the bus */
+	bool settling; /* a connection is activating or deactivating: wait for it */
 	void *strings; /* owned */
 };
 

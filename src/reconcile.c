@@ -58,6 +58,11 @@ static int reconcile_network(const struct reconciler *rc, const char *ifname, GP
 	char why[192], source[256];
 	int idx;
 
+	if (rc->nets_unknown) {
+		/* Keep what is there until NetworkManager says where we are. */
+		log_debug("%s: networks unknown or changing: profiles wait", ifname);
+		return 0;
+	}
 	for (guint i = 0; i < profs->len; i++)
 		m[i] = ((const struct conf_iface *)profs->pdata[i])->match;
 	idx = profile_choose(m, profs->len, rc->nets, rc->n_nets, ifname, why, sizeof(why));

@@ -18,6 +18,8 @@ struct reconciler {
 	/* NetworkManager's active connections, for [network] profiles */
 	const struct active_net *nets;
 	size_t n_nets;
+	/* NetworkManager away, or a connection half-way up or down: profiles wait */
+	bool nets_unknown;
 };
 
 #define SOURCE_CONFIG "config"
