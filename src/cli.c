@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include "cli.h"
+#include "netlink.h"
 #include "log.h"
 #include "state.h"
 
@@ -48,4 +49,13 @@ bool cli_can_net_admin(const char *ifname)
 	log_err("%s%snot permitted: needs root or CAP_NET_ADMIN", ifname ? ifname : "",
 		ifname ? ": " : "");
 	return false;
+}
+
+int cli_netlink_open(struct netlink **nl)
+{
+	int r = netlink_open(nl);
+
+	if (r < 0)
+		log_err("netlink: %s", strerror(-r));
+	return r;
 }

@@ -71,6 +71,9 @@ bool ifname_ok_or_say(const char *name);
  */
 bool cli_can_net_admin(const char *ifname);
 
+/* netlink_open(), saying why on one line when it fails. */
+int cli_netlink_open(struct netlink **nl);
+
 /* "help" or "-h"/"--help" among argv: print usage and say so. */
 bool cli_wants_help(int argc, char **argv);
 

@@ -203,11 +203,8 @@ int set_main(int argc, char **argv, const struct cli *cli)
 	}
 	if (!cli_can_net_admin(argv[1]))
 		return EXIT_FAIL;
-	r = netlink_open(&nl);
-	if (r < 0) {
-		log_err("netlink: %s", strerror(-r));
+	if (cli_netlink_open(&nl) < 0)
 		return EXIT_FAIL;
-	}
 	r = shape_set(nl, cli->statedir, argv[1], &req);
 	netlink_close(nl);
 	return r < 0 ? EXIT_FAIL : EXIT_OK;

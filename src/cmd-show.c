@@ -288,11 +288,8 @@ int show_main(int argc, char **argv, const struct cli *cli)
 	}
 	if (argc == 2 && !ifname_ok_or_say(argv[1]))
 		return EXIT_USAGE;
-	r = netlink_open(&nl);
-	if (r < 0) {
-		log_err("netlink: %s", strerror(-r));
+	if (cli_netlink_open(&nl) < 0)
 		return EXIT_FAIL;
-	}
 	if (argc == 2) {
 		names = g_new0(char *, 2);
 		names[0] = g_strdup(argv[1]);
