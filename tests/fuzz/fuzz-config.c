@@ -13,19 +13,11 @@
 
 #include "cli.h"
 #include "config.h"
+#include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Not assert(): a release build with NDEBUG must still find bugs. */
-#define require(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: %s\n", __FILE__,	\
-				__LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

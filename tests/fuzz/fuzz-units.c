@@ -11,18 +11,10 @@
 #include <string.h>
 
 #include "units.h"
+#include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Not assert(): a release build with NDEBUG must still find bugs. */
-#define require(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: %s\n", __FILE__,	\
-				__LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
 
 typedef void (*format_fn)(char *buf, size_t len, uint64_t v);
 
