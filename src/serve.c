@@ -768,7 +768,13 @@ static void fill_defaults(struct serve_opts *o)
 	o->n_addrs = 0;
 }
 
-int serve_start(const struct serve_opts *opts, struct server **out)
+/*
+ * One try at opening every listener. With port 0 the first socket picks a
+ * free port and the rest follow it; another program may hold that number in
+ * the other protocol or family, which is -EADDRINUSE with @quiet_busy set
+ * so the caller can try a fresh port without a line in the log.
+ */
+static int serve_start_once(const struct serve_opts *opts, bool quiet_busy, struct server **out)
 {
 	struct server *srv;
 	int r = 0;
@@ -802,8 +808,9 @@ int serve_start(const struct serve_opts *opts, struct server **out)
 			r = listener_start(srv, l);
 		}
 		if (r < 0) {
-			log_err("serve: listen on %s port %u: %s", l->name, srv->port,
-				r == -EIO ? "libmicrohttpd could not start" : g_strerror(-r));
+			if (!(quiet_busy && r == -EADDRINUSE))
+				log_err("serve: listen on %s port %u: %s", l->name, srv->port,
+					r == -EIO ? "libmicrohttpd could not start" : g_strerror(-r));
 			serve_stop(srv);
 			return r;
 		}
@@ -823,6 +830,20 @@ int serve_start(const struct serve_opts *opts, struct server **out)
 	}
 	*out = srv;
 	return 0;
+}
+
+int serve_start(const struct serve_opts *opts, struct server **out)
+{
+	enum { TRIES = 16 };
+	int r;
+
+	if (opts->port)
+		return serve_start_once(opts, false, out);
+	for (int i = 1;; i++) {
+		r = serve_start_once(opts, i < TRIES, out);
+		if (r != -EADDRINUSE || i >= TRIES)
+			return r;
+	}
 }
 
 uint16_t serve_port(const struct server *srv)

@@ -63,7 +63,9 @@ struct server;
 /*
  * Bind every address (TCP and UDP, one socket each) and start serving. Logs
  * one line per address, or the one that failed and why. 0 or -errno; nothing
- * is left running on failure.
+ * is left running on failure. With port 0 every socket shares one free port;
+ * when another program holds that number in the other protocol or family, a
+ * fresh one is tried (up to 16 times) before -EADDRINUSE.
  */
 int serve_start(const struct serve_opts *opts, struct server **out);
 uint16_t serve_port(const struct server *srv);
