@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/icmp6.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/tcp.h>
 #include <curl/curl.h>
 #include <glib.h>
 
@@ -82,6 +84,7 @@ struct stream {
 	uint64_t cur_bytes; /* download: the transfer under way */
 	uint64_t warm_bytes, end_bytes;
 	uint64_t upload_left; /* Content-Length mode */
+	int fd; /* the transfer's TCP socket, -1 when it has none */
 	unsigned int transfers;
 	bool status_ok;
 	int fail_err; /* set by a callback that stopped the transfer */
@@ -683,15 +686,31 @@ static const char *load_name(const struct run *r)
 	return r->cfg->load == MEASURE_LOAD_UPLOAD ? "upload" : "download";
 }
 
-static uint64_t stream_bytes(const struct stream *s)
+/*
+ * An upload under way counts what the far end has acknowledged, not what
+ * curl has handed to the socket: the socket's send buffer and a bloated
+ * line's queue hold seconds of the latter, and while they fill, a count at
+ * the sender runs ahead of the line. Capped by the body sent (the count
+ * acknowledged includes the request's header).
+ */
+static uint64_t upload_acked(const struct stream *s)
 {
 	curl_off_t up = 0;
+	struct tcp_info ti = { 0 };
+	socklen_t len = sizeof(ti);
 
+	curl_easy_getinfo(s->easy, CURLINFO_SIZE_UPLOAD_T, &up);
+	if (up <= 0 || s->fd < 0 || getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
+		return 0;
+	return ti.tcpi_bytes_acked < (uint64_t)up ? ti.tcpi_bytes_acked : (uint64_t)up;
+}
+
+static uint64_t stream_bytes(const struct stream *s)
+{
 	if (s->run->cfg->load == MEASURE_LOAD_DOWNLOAD)
 		return s->done_bytes + s->cur_bytes;
-	/* What curl has handed to the socket: the read callback runs ahead of it. */
-	curl_easy_getinfo(s->easy, CURLINFO_SIZE_UPLOAD_T, &up);
-	return s->done_bytes + (uint64_t)up;
+	return s->done_bytes + upload_acked(s);
 }
 
 static bool status_acceptable(const struct run *r, long code)
@@ -745,6 +764,25 @@ static size_t on_read(char *buf, size_t size, size_t nitems, void *arg)
 	return n;
 }
 
+/* The transfer's socket, for upload_acked (libcurl names it only afterwards). */
+static int on_sockopt(void *p, curl_socket_t fd, curlsocktype purpose)
+{
+	struct stream *s = p;
+
+	if (purpose == CURLSOCKTYPE_IPCXN)
+		s->fd = fd;
+	return CURL_SOCKOPT_OK;
+}
+
+static int on_closesocket(void *p, curl_socket_t fd)
+{
+	struct stream *s = p;
+
+	if (s->fd == fd)
+		s->fd = -1;
+	return close(fd);
+}
+
 static int stream_setup(struct run *r, struct stream *s)
 {
 	const struct measure_config *cfg = r->cfg;
@@ -792,6 +830,10 @@ static int stream_setup(struct run *r, struct stream *s)
 		SET(CURLOPT_READFUNCTION, on_read);
 		SET(CURLOPT_READDATA, s);
 		SET(CURLOPT_UPLOAD_BUFFERSIZE, (long)CURL_BUF);
+		SET(CURLOPT_SOCKOPTFUNCTION, on_sockopt);
+		SET(CURLOPT_SOCKOPTDATA, s);
+		SET(CURLOPT_CLOSESOCKETFUNCTION, on_closesocket);
+		SET(CURLOPT_CLOSESOCKETDATA, s);
 		/* -1: no Content-Length, chunked */
 		SET(CURLOPT_POSTFIELDSIZE_LARGE,
 		    cfg->upload_size ? (curl_off_t)cfg->upload_size : (curl_off_t)-1);
@@ -867,7 +909,15 @@ static void stream_done(struct run *r, struct stream *s, CURLcode c)
 		     s->index + 1, r->cfg->streams, r->cfg->url);
 		return;
 	}
-	s->done_bytes = stream_bytes(s);
+	/* Answered: the far end has it all (its socket is gone by now). */
+	if (r->cfg->load == MEASURE_LOAD_DOWNLOAD) {
+		s->done_bytes += s->cur_bytes;
+	} else {
+		curl_off_t up = 0;
+
+		curl_easy_getinfo(s->easy, CURLINFO_SIZE_UPLOAD_T, &up);
+		s->done_bytes += (uint64_t)up;
+	}
 	/* A copy starts with fresh counters (a re-added handle keeps the old
 	 * upload count until its transfer really begins). */
 	{
@@ -940,6 +990,7 @@ static int load_open(struct run *r)
 
 		s->run = r;
 		s->index = i;
+		s->fd = -1;
 		e = stream_setup(r, s);
 		if (e < 0) {
 			fail(r, e, "%s stream %u: setting up libcurl: %s", load_name(r), i + 1,
