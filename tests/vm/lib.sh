@@ -201,12 +201,29 @@ lab_topology() {
 
 # lab_bottleneck RATE [DELAY [LIMIT]]: a bloated line, as a cable/DSL modem
 # with a big dumb buffer: netem on both veth ends (each direction), e.g.
-# 20mbit, 10ms each way, 2000 packets of buffer.
+# 20mbit, 10ms each way, 2000 packets of buffer. RATE DOWN/UP (30mbit/8mbit)
+# is an asymmetric line: DOWN toward cli (the client's download), UP toward srv.
 lab_bottleneck() {
 	local rate=$1 delay=${2:-10ms} limit=${3:-2000}
-	inns srv tc qdisc replace dev veth-srv root netem rate "$rate" delay "$delay" limit "$limit"
-	inns cli tc qdisc replace dev veth-cli root netem rate "$rate" delay "$delay" limit "$limit"
-	info "bottleneck: $rate, $delay each way, $limit packets of buffer (netem on the veth)"
+	local down=${rate%/*} up=${rate#*/}
+	inns srv tc qdisc replace dev veth-srv root netem rate "$down" delay "$delay" limit "$limit"
+	inns cli tc qdisc replace dev veth-cli root netem rate "$up" delay "$delay" limit "$limit"
+	info "bottleneck: $down down, $up up, $delay each way, $limit packets of buffer (netem on the veth)"
+}
+
+# lab_keep_path NAME: where a scenario writes a file the user keeps (a chart):
+# in the VM, the output share that tests/vm/lab copies into
+# WGSHAPE_LAB_KEEP after the run; on the host, WGSHAPE_LAB_KEEP itself.
+# Empty when WGSHAPE_LAB_KEEP is not set.
+lab_keep_path() {
+	[ -n "${WGSHAPE_LAB_KEEP:-}" ] || return 0
+	if [ "${LAB_MODE:-}" = vm ]; then
+		mkdir -p "$LAB_OUT/keep"
+		echo "$LAB_OUT/keep/$1"
+	else
+		mkdir -p "$WGSHAPE_LAB_KEEP"
+		echo "$WGSHAPE_LAB_KEEP/$1"
+	fi
 }
 
 # ---- kernel state, read with tc/ip/jq --------------------------------------
@@ -288,7 +305,10 @@ expect_same_snapshot() {
 		pass "$1: no kernel change"
 	else
 		fail "$1: kernel state changed:"
-		{ diff -u <(echo "$2") <(echo "$3") || true; } | sed 's/^/     /' | head -40 || true
+		# through files: the lab VM has no /dev/fd for <(...)
+		echo "$2" >"$LAB_TMP/snap.before"
+		echo "$3" >"$LAB_TMP/snap.after"
+		{ diff -u "$LAB_TMP/snap.before" "$LAB_TMP/snap.after" || true; } | sed 's/^/     /' | head -40 || true
 	fi
 }
 

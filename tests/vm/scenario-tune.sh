@@ -23,10 +23,10 @@
 # streams through the tunnel and ping. They assert: added latency p95 <= 15 ms,
 # goodput >= 90% of the unshaped goodput (85% when shaping at ingress).
 . "$(dirname "$0")/lib.sh"
+. "$LAB_DIR/load.sh"
 
 part=${1:-egress}
 LINE_RATE=10mbit LINE_DELAY=10ms LINE_LIMIT=1000
-SERVE_PORT=4780
 ADDED_P95_MAX=15
 
 need_wgshape
@@ -34,117 +34,9 @@ need_tools iperf3 ss ping awk
 
 # ---- helpers ----------------------------------------------------------------
 
-# serve_start NS [ARGS...]: `wgshape serve` in NS in the background, until
-# its port listens. SERVE_PID, SERVE_ERR.
-serve_start() {
-	local ns=$1 i
-	shift
-	SERVE_ERR=$LAB_TMP/serve-$ns.err
-	# not through inns (a function): $! must be wgshape itself
-	ip netns exec "$ns" "$WGSHAPE" serve "$@" >/dev/null 2>"$SERVE_ERR" &
-	SERVE_PID=$!
-	for i in $(seq 1 50); do
-		inns "$ns" ss -Hltn "sport = :$SERVE_PORT" | grep -q . && {
-			info "wgshape serve $* running in $ns (pid $SERVE_PID)"
-			return 0
-		}
-		kill -0 "$SERVE_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	die "wgshape serve $* in $ns did not start: $(cat "$SERVE_ERR")"
-}
-
-serve_stop() {
-	[ -n "${SERVE_PID:-}" ] || return 0
-	kill -TERM "$SERVE_PID" 2>/dev/null || true
-	wait "$SERVE_PID" 2>/dev/null || true
-	SERVE_PID=
-}
-
-# need_capacity: WireGuard unshaped (4 TCP streams, cli to srv) must move at
-# least 3 times the line, or the emulated CPU, not the line, is measured.
-need_capacity() {
-	local cap try need=$((3 * $(rate_bytes "$LINE_RATE") * 8))
-	# a busy host only ever slows the VM down: up to 3 tries
-	for try in 1 2 3; do
-		cap=$(iperf_rate cli "$SRV_TUN4" 4 -P 4)
-		info "unshaped WireGuard here, no bottleneck: $(mbit "$cap") (4 TCP streams, try $try)"
-		[ "$cap" -lt "$need" ] || return 0
-	done
-	skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, the tune test needs 3 x $LINE_RATE"
-}
-
-# tune NS ARGS...: wgshape tune, timed (TUNE_SECS), through lib.sh's wgshape.
-tune() {
-	local t0 t1
-	t0=$(date +%s.%N)
-	wgshape "$@"
-	t1=$(date +%s.%N)
-	TUNE_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')
-	info "took ${TUNE_SECS} s"
-}
-
-# lib.sh's expect_same_snapshot shows the difference with diff <(...), and
-# the lab VM has no /dev/fd: the same check, with the diff through files.
-expect_same_snapshot() {
-	if [ "$2" = "$3" ]; then
-		pass "$1: no kernel change"
-	else
-		fail "$1: kernel state changed:"
-		echo "$2" >"$LAB_TMP/snap.before"
-		echo "$3" >"$LAB_TMP/snap.after"
-		{ diff -u "$LAB_TMP/snap.before" "$LAB_TMP/snap.after" || true; } | sed 's/^/     /' | head -40 || true
-	fi
-}
-
 # shaping NS: tc's view of every qdisc and filter in NS, and the links (for an
 # IFB made or left behind): the "exactly as before" check.
 shaping() { snapshot "$1"; }
-
-# pct A B: A as a whole percentage of B.
-pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%d\n", (b > 0) ? 100 * a / b : 0 }'; }
-
-# ping_rtts NS HOST COUNT: one RTT (ms) per line, 5 a second.
-ping_rtts() {
-	inns "$1" ping -4 -n -i 0.2 -W 1 -c "$3" "$2" 2>/dev/null |
-		sed -n 's/.* time=\([0-9.]*\) ms.*/\1/p'
-}
-
-# quantile Q: the Q-quantile (0..1) of the numbers on stdin (nearest rank).
-quantile() {
-	sort -g | awk -v q="$1" '{ v[NR] = $1 } END {
-		if (!NR) { print "nan"; exit }
-		i = int(q * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
-}
-
-# idle_rtt NS HOST: the idle RTT median, in ms (IDLE_P50).
-idle_rtt() {
-	local r
-	r=$(ping_rtts "$1" "$2" 20)
-	IDLE_P50=$(quantile 0.5 <<<"$r")
-	info "idle RTT $1 -> $2: p50 $IDLE_P50 ms, p95 $(quantile 0.95 <<<"$r") ms"
-}
-
-# under_load NS SERVER [iperf3 options]: iperf3 with 4 streams for 12 s (the
-# first 2 left out) with ping all along (the pings of the first 2 s left
-# out too). Sets LOAD_GOODPUT (bit/s), LOAD_P50, LOAD_P95 (added over
-# IDLE_P50, ms), LOAD_LOST.
-under_load() {
-	local ns=$1 server=$2 pp json r n
-	shift 2
-	ping_rtts "$ns" "$server" 60 >"$LAB_TMP/load-ping" &
-	pp=$!
-	json=$(inns "$ns" iperf3 -4 -c "$server" -t 10 -O 2 -P 4 -J "$@" 2>&1) || true
-	wait "$pp" || true
-	LOAD_GOODPUT=$(jq -r '.end.sum_received.bits_per_second // empty | floor' <<<"$json" 2>/dev/null) || true
-	[ -n "$LOAD_GOODPUT" ] || die "iperf3 -c $server $* in $ns failed: $(jq -r '.error // empty' <<<"$json" 2>/dev/null || tail -3 <<<"$json")"
-	r=$(tail -n +11 "$LAB_TMP/load-ping")
-	n=$(grep -c . <<<"$r" || true)
-	LOAD_LOST=$((50 - n))
-	LOAD_P50=$(quantile 0.5 <<<"$r" | awk -v i="$IDLE_P50" '{ printf "%.1f", $1 - i }')
-	LOAD_P95=$(quantile 0.95 <<<"$r" | awk -v i="$IDLE_P50" '{ printf "%.1f", $1 - i }')
-	info "iperf3 -P 4 $*: $(mbit "$LOAD_GOODPUT"), added latency p50 $LOAD_P50 ms, p95 $LOAD_P95 ms ($LOAD_LOST of 50 pings lost)"
-}
 
 # expect_le_num WHAT MAX FOUND (decimals)
 expect_le_num() {
@@ -166,13 +58,6 @@ expect_tuned_text() {
 	expect_match "$what: the result" "^wg0 $dir: [0-9.]+[KMG]?bit \\([0-9]+% of the unshaped" "$WG_OUT"
 	TUNED=$(sed -n "s/^wg0 $dir: \\([0-9.]*[KMG]*bit\\) (.*/\\1/p" <<<"$WG_OUT" | head -1)
 	info "$what: tuned rate $TUNED in $TUNE_SECS s"
-}
-
-# rate_bits TC_RATE: tc's spelling (Kbit, Mbit... as format_rate prints) in bit/s.
-rate_bits() {
-	awk -v r="$1" 'BEGIN { n = r + 0; u = tolower(substr(r, length(n "") + 1))
-		m["bit"] = 1; m["kbit"] = 1e3; m["mbit"] = 1e6; m["gbit"] = 1e9
-		printf "%d\n", n * m[u] }'
 }
 
 # verify NS SERVER PCT WHAT [iperf3 options]: with the tuned shaping in place,
@@ -204,7 +89,7 @@ figures() {
 setup() {
 	lab_topology ipv4
 	iperf_server srv "$SRV_TUN4"
-	need_capacity
+	need_capacity "$LINE_RATE"
 	lab_bottleneck "$LINE_RATE" "$LINE_DELAY" "$LINE_LIMIT"
 }
 
@@ -395,7 +280,9 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             while True:
-                size = n = int(self.rfile.readline().split(b";")[0], 16)
+                line = self.rfile.readline()
+                if not line: return  # the client cut the body at its deadline
+                size = n = int(line.split(b";")[0], 16)
                 while n > 0:
                     d = self.rfile.read(min(n, 65536))
                     if not d: return

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+#
+# Load and latency helpers for the lab's tune scenario, its benchmark and the
+# demo (source it after lib.sh). The yardstick is tools that are not ours:
+# iperf3 with parallel streams through the tunnel, and ping alongside it.
+
+SERVE_PORT=4780
+
+# serve_start NS [ARGS...]: `wgshape serve` in NS in the background, until
+# its port listens. SERVE_PID, SERVE_ERR.
+serve_start() {
+	local ns=$1 i
+	shift
+	SERVE_ERR=$LAB_TMP/serve-$ns.err
+	# not through inns (a function): $! must be wgshape itself
+	ip netns exec "$ns" "$WGSHAPE" serve "$@" >/dev/null 2>"$SERVE_ERR" &
+	SERVE_PID=$!
+	for i in $(seq 1 50); do
+		inns "$ns" ss -Hltn "sport = :$SERVE_PORT" | grep -q . && {
+			info "wgshape serve${*:+ $*} running in $ns (pid $SERVE_PID)"
+			return 0
+		}
+		kill -0 "$SERVE_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	die "wgshape serve $* in $ns did not start: $(cat "$SERVE_ERR")"
+}
+
+serve_stop() {
+	[ -n "${SERVE_PID:-}" ] || return 0
+	kill -TERM "$SERVE_PID" 2>/dev/null || true
+	wait "$SERVE_PID" 2>/dev/null || true
+	SERVE_PID=
+}
+
+# tune NS ARGS...: wgshape, timed (TUNE_SECS), through lib.sh's wgshape.
+tune() {
+	local t0 t1
+	t0=$(date +%s.%N)
+	wgshape "$@"
+	t1=$(date +%s.%N)
+	TUNE_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }')
+	info "took ${TUNE_SECS} s"
+}
+
+# pct A B: A as a whole percentage of B.
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%d\n", (b > 0) ? 100 * a / b : 0 }'; }
+
+# rate_bits TC_RATE: tc's spelling (Kbit, Mbit... as wgshape prints) in bit/s.
+rate_bits() {
+	awk -v r="$1" 'BEGIN { n = r + 0; u = tolower(substr(r, length(n "") + 1))
+		m["bit"] = 1; m["kbit"] = 1e3; m["mbit"] = 1e6; m["gbit"] = 1e9
+		printf "%d\n", n * m[u] }'
+}
+
+# ping_rtts NS HOST COUNT: one RTT (ms) per line, 5 a second.
+ping_rtts() {
+	inns "$1" ping -4 -n -i 0.2 -W 1 -c "$3" "$2" 2>/dev/null |
+		sed -n 's/.* time=\([0-9.]*\) ms.*/\1/p'
+}
+
+# quantile Q: the Q-quantile (0..1) of the numbers on stdin (nearest rank).
+quantile() {
+	sort -g | awk -v q="$1" '{ v[NR] = $1 } END {
+		if (!NR) { print "nan"; exit }
+		i = int(q * NR + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'
+}
+
+# grade ADDED_MS: the bufferbloat grade (DSLReports' scale) of added latency.
+grade() {
+	awk -v a="$1" 'BEGIN {
+		if (a == "nan" || a == "") print "-"; else if (a < 5) print "A+"; else if (a < 30) print "A";
+		else if (a < 60) print "B"; else if (a < 200) print "C"; else if (a < 400) print "D";
+		else print "F" }'
+}
+
+# idle_rtt NS HOST: the idle RTT median, in ms (IDLE_P50).
+idle_rtt() {
+	local r
+	r=$(ping_rtts "$1" "$2" 20)
+	IDLE_P50=$(quantile 0.5 <<<"$r")
+	info "idle RTT $1 -> $2: p50 $IDLE_P50 ms, p95 $(quantile 0.95 <<<"$r") ms"
+}
+
+# under_load NS SERVER [iperf3 options]: iperf3 with 4 streams for LOAD_SECS
+# (default 10) after 2 s left out, with ping all along (the pings of those
+# 2 s left out too). Sets LOAD_GOODPUT (bit/s), LOAD_P50, LOAD_P95 (added
+# over IDLE_P50, ms), LOAD_LOST (pings).
+under_load() {
+	local ns=$1 server=$2 secs=${LOAD_SECS:-10} pp json r n
+	shift 2
+	ping_rtts "$ns" "$server" $(((secs + 2) * 5)) >"$LAB_TMP/load-ping" &
+	pp=$!
+	json=$(inns "$ns" iperf3 -4 -c "$server" -t "$secs" -O 2 -P 4 -J "$@" 2>&1) || true
+	wait "$pp" || true
+	LOAD_GOODPUT=$(jq -r '.end.sum_received.bits_per_second // empty | floor' <<<"$json" 2>/dev/null) || true
+	[ -n "$LOAD_GOODPUT" ] || die "iperf3 -c $server $* in $ns failed: $(jq -r '.error // empty' <<<"$json" 2>/dev/null || tail -3 <<<"$json")"
+	r=$(tail -n +11 "$LAB_TMP/load-ping")
+	n=$(grep -c . <<<"$r" || true)
+	LOAD_LOST=$((secs * 5 - n))
+	LOAD_P50=$(quantile 0.5 <<<"$r" | awk -v i="$IDLE_P50" '{ printf "%.1f", $1 - i }')
+	LOAD_P95=$(quantile 0.95 <<<"$r" | awk -v i="$IDLE_P50" '{ printf "%.1f", $1 - i }')
+	info "iperf3 -P 4 $*: $(mbit "$LOAD_GOODPUT"), added latency p50 $LOAD_P50 ms, p95 $LOAD_P95 ms ($LOAD_LOST of $((secs * 5)) pings lost)"
+}
+
+# need_capacity LINE_RATE: WireGuard unshaped (4 TCP streams, cli to srv,
+# before the bottleneck is set) must move at least 3 times the line, or the
+# emulated CPU, not the line, is measured. Skips otherwise.
+need_capacity() {
+	local cap try need=$((3 * $(rate_bytes "$1") * 8))
+	# a busy host only ever slows the VM down: up to 3 tries
+	for try in 1 2 3; do
+		cap=$(iperf_rate cli "$SRV_TUN4" 4 -P 4)
+		info "unshaped WireGuard here, no bottleneck: $(mbit "$cap") (4 TCP streams, try $try)"
+		[ "$cap" -lt "$need" ] || return 0
+	done
+	skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, this needs 3 x $1"
+}
