@@ -115,6 +115,12 @@ void tune_params_default(struct tune_params *p)
 	};
 }
 
+void tune_params_ingress(struct tune_params *p)
+{
+	tune_params_default(p);
+	p->backoff = 0.04;
+}
+
 static const char *const why_str[TUNE_WHY_MAX] = {
 	[TUNE_WHY_NONE] = "",
 	[TUNE_WHY_DOUBT_BAD] = "measuring again: latency rose with the load under the capacity",

@@ -121,7 +121,7 @@ struct tune_params {
 	double high_frac; /* the ceiling before a good step says better (1.5) */
 	double headroom; /* over the bottleneck estimate, for hi (0.05) */
 	double resolution; /* stop when hi <= lo * (1 + resolution) (0.01) */
-	double backoff; /* result = lo * (1 - backoff) (0.015) */
+	double backoff; /* result = lo * (1 - backoff) (0.015; ingress 0.04) */
 	double full_frac; /* goodput >= this * capacity: the bottleneck limited it (0.98) */
 	unsigned int max_steps; /* shaped measurements in all (10) */
 	unsigned int confirm_steps; /* of them kept for the confirmation (2) */
@@ -129,6 +129,15 @@ struct tune_params {
 };
 
 void tune_params_default(struct tune_params *p);
+
+/*
+ * The defaults for shaping at ingress. Cake there acts after the bottleneck:
+ * the line's own queue takes the bursts before cake sees them, so latency
+ * rises gradually toward the capacity instead of at a cliff (in the lab, on
+ * a 10 Mbit/s line: median added 3.2 ms at 90%, 4.7 at 94%, 5.1 at 95%) and
+ * a step near the top misreads more often. The margin is wider: backoff 4%.
+ */
+void tune_params_ingress(struct tune_params *p);
 
 enum tune_phase {
 	TUNE_UNSHAPED, /* measure with no shaping (next_rate 0) */
