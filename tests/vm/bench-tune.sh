@@ -35,7 +35,8 @@ lab_topology ipv4
 iperf_server srv "$SRV_TUN4"
 bigger=$down
 [ "$(rate_bytes "$up")" -le "$(rate_bytes "$bigger")" ] || bigger=$up
-need_capacity "$bigger"
+# twice the line: the tune's busiest-core figure shows when the CPU comes close
+need_capacity "$bigger" 2
 lab_bottleneck "$line" 10ms 1000
 serve_start srv
 
@@ -84,7 +85,7 @@ for dir in $dirs; do
 	json=$WG_OUT
 	tuned=$(jq -r '.[0].rate // 0 | . / 1000 | floor' <<<"$json" 2>/dev/null || echo 0)
 	steps=$(jq -r '.[0].steps | length' <<<"$json" 2>/dev/null || echo '?')
-	core=$(jq -r '[.[0].unshaped.busiest_core, .[0].steps[].busiest_core] | max | floor' <<<"$json" 2>/dev/null || echo '?')
+	core=$(jq -r '[.[0].unshaped.busiest_core, .[0].steps[].busiest_core] | max * 100 | floor' <<<"$json" 2>/dev/null || echo '?')
 	[ "$tuned" -gt 0 ] 2>/dev/null || die "$dir: tune found no rate: $WG_ERR"
 	at "$dir" "$tuned"
 	row "$dir" tune "${tuned}kbit" "$TUNE_SECS s, $steps steps, busiest core $core%"

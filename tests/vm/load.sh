@@ -104,16 +104,17 @@ under_load() {
 	info "iperf3 -P 4 $*: $(mbit "$LOAD_GOODPUT"), added latency p50 $LOAD_P50 ms, p95 $LOAD_P95 ms ($LOAD_LOST of $((secs * 5)) pings lost)"
 }
 
-# need_capacity LINE_RATE: WireGuard unshaped (4 TCP streams, cli to srv,
-# before the bottleneck is set) must move at least 3 times the line, or the
-# emulated CPU, not the line, is measured. Skips otherwise.
+# need_capacity LINE_RATE [FACTOR]: WireGuard unshaped (4 TCP streams, cli
+# to srv, before the bottleneck is set) must move at least FACTOR (3) times
+# the line, or the emulated CPU, not the line, is measured. Skips otherwise.
 need_capacity() {
-	local cap try need=$((3 * $(rate_bytes "$1") * 8))
+	local cap try factor=${2:-3} need
+	need=$((factor * $(rate_bytes "$1") * 8))
 	# a busy host only ever slows the VM down: up to 3 tries
 	for try in 1 2 3; do
 		cap=$(iperf_rate cli "$SRV_TUN4" 4 -P 4)
 		info "unshaped WireGuard here, no bottleneck: $(mbit "$cap") (4 TCP streams, try $try)"
 		[ "$cap" -lt "$need" ] || return 0
 	done
-	skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, this needs 3 x $1"
+	skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, this needs $factor x $1"
 }
