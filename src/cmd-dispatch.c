@@ -40,7 +40,7 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 	g_autoptr(config_t) cfg = NULL;
 	struct nm_nets *nets = NULL;
 	struct reconciler rc = { .statedir = cli->statedir };
-	gint64 t0 = g_get_monotonic_time();
+	gint64 t0 = g_get_monotonic_time(), t_nm = 0;
 	int r;
 
 	if (cli_wants_help(argc, argv)) {
@@ -60,7 +60,9 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_OK;
 	if (!cli_can_net_admin(NULL))
 		return EXIT_FAIL;
+	t_nm = g_get_monotonic_time();
 	nm_nets_get(&nets);
+	t_nm = g_get_monotonic_time() - t_nm;
 	r = netlink_open(&rc.nl);
 	if (r < 0) {
 		log_err("netlink: %s", g_strerror(-r));
@@ -78,8 +80,9 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 		g_autofree char *ifname = g_strescape(argv[1], NULL);
 		g_autofree char *action = g_strescape(argv[2], NULL);
 
-		log_debug("dispatch '%s' %s: %.1f ms", ifname, action,
-			  (double)(g_get_monotonic_time() - t0) / 1000.0);
+		log_debug("dispatch '%s' %s: %.1f ms (asking NetworkManager: %.1f ms)", ifname,
+			  action, (double)(g_get_monotonic_time() - t0) / 1000.0,
+			  (double)t_nm / 1000.0);
 	}
 	return r == 0 ? EXIT_OK : EXIT_FAIL;
 }

@@ -81,12 +81,20 @@ static struct nm_nets *snapshot(NMClient *client)
 	return n;
 }
 
+/*
+ * Without this, a new client asks NetworkManager for the caller's
+ * permissions, one polkit check each, before it is ready: a cost on every
+ * dispatcher call for something wgshape never uses.
+ */
+#define CLIENT_FLAGS NM_CLIENT_INSTANCE_FLAGS_NO_AUTO_FETCH_PERMISSIONS
+
 int nm_nets_get(struct nm_nets **out)
 {
 	g_autoptr(GError) err = NULL;
 	g_autoptr(NMClient) client = NULL;
 
-	client = nm_client_new(NULL, &err);
+	client = g_initable_new(NM_TYPE_CLIENT, NULL, &err, NM_CLIENT_INSTANCE_FLAGS,
+				(guint)CLIENT_FLAGS, NULL);
 	if (!client) {
 		/* No system bus at all (a container, a server): no networks. */
 		log_debug("NetworkManager: %s", err ? err->message : "no client");
@@ -157,7 +165,7 @@ static void on_ready(GObject *src, GAsyncResult *res, gpointer data)
 	NMClient *client;
 	const GPtrArray *arr;
 
-	client = nm_client_new_finish(res, &err);
+	client = NM_CLIENT(g_async_initable_new_finish(G_ASYNC_INITABLE(src), res, &err));
 	g_object_unref(p->cancel);
 	g_free(p);
 	if (!w) {
@@ -198,7 +206,8 @@ int nm_watch_new(nm_changed_fn fn, void *arg, struct nm_watch **out)
 	w->pending = g_new0(struct pending, 1);
 	w->pending->cancel = g_cancellable_new();
 	w->pending->w = w;
-	nm_client_new_async(w->pending->cancel, on_ready, w->pending);
+	g_async_initable_new_async(NM_TYPE_CLIENT, G_PRIORITY_DEFAULT, w->pending->cancel, on_ready,
+				   w->pending, NM_CLIENT_INSTANCE_FLAGS, (guint)CLIENT_FLAGS, NULL);
 	*out = w;
 	return 0;
 }
