@@ -130,8 +130,25 @@ part_egress() {
 	figures
 }
 
+# tune_then_verify NS DIR FAR_END PCT LABEL: in NS, tune wg0 DIR against
+# `wgshape serve` at FAR_END without save (the kernel exactly as before),
+# then set the rate found and check cli's download with iperf3 -R + ping
+# (goodput >= PCT% of unshaped).
+tune_then_verify() {
+	local ns=$1 dir=$2 far=$3 min=$4 label=$5 before after
+	before=$(shaping "$ns")
+	tune "$ns" tune wg0 "$dir" server "$far"
+	after=$(shaping "$ns")
+	expect_tuned_text "$label" "$dir"
+	expect_same_snapshot "$label without save" "$before" "$after"
+	FIGURES+=("$label: tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
+
+	step "iperf3 download to cli + ping with $ns's wg0 $dir at $TUNED"
+	expect_wgshape_ok "$ns" set wg0 "$dir" "$TUNED"
+	verify cli "$SRV_TUN4" "$min" "$label (cli download) at $TUNED" -R
+}
+
 part_ingress() {
-	local before after
 	setup
 	serve_start srv
 	step "unshaped download through the bloated line"
@@ -139,21 +156,11 @@ part_ingress() {
 	unshaped cli "$SRV_TUN4" -R
 
 	step "tune wg0 ingress, no save"
-	before=$(shaping cli)
-	tune cli tune wg0 ingress server "$SRV_TUN4"
-	after=$(shaping cli)
-	expect_tuned_text "tune ingress" ingress
-	expect_same_snapshot "tune ingress without save" "$before" "$after"
-	FIGURES+=("ingress run: tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
-
-	step "iperf3 download + ping with wgshape set wg0 ingress $TUNED"
-	expect_wgshape_ok cli set wg0 ingress "$TUNED"
-	verify cli "$SRV_TUN4" 85 "ingress (cli download) at $TUNED" -R
+	tune_then_verify cli ingress "$SRV_TUN4" 85 "tune ingress"
 	figures
 }
 
 part_seed() {
-	local before after
 	setup
 	serve_start cli
 	step "unshaped download to cli through the bloated line"
@@ -161,16 +168,7 @@ part_seed() {
 	unshaped cli "$SRV_TUN4" -R
 
 	step "srv: tune wg0 egress server $CLI_TUN4 (the clients' download, at the server)"
-	before=$(shaping srv)
-	tune srv tune wg0 egress server "$CLI_TUN4"
-	after=$(shaping srv)
-	expect_tuned_text "srv tune egress" egress
-	expect_same_snapshot "srv tune egress without save" "$before" "$after"
-	FIGURES+=("seed layout (srv egress): tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
-
-	step "iperf3 download to cli + ping with srv's wg0 egress at $TUNED"
-	expect_wgshape_ok srv set wg0 egress "$TUNED"
-	verify cli "$SRV_TUN4" 90 "seed layout (srv egress, cli download) at $TUNED" -R
+	tune_then_verify srv egress "$CLI_TUN4" 90 "seed layout: srv tune egress"
 	figures
 }
 
