@@ -134,11 +134,30 @@ static bool seen_before(char **keys, size_t i)
 	return false;
 }
 
+/*
+ * Does the value end in a lone backslash (an escape with nothing to escape)?
+ * GLib before 2.76 sets its GError twice for such a value when it also holds
+ * an invalid escape: a GLib warning on stderr (found by fuzz-config). The
+ * value is refused before GLib parses it.
+ */
+static bool escape_at_end(GKeyFile *kf, const char *group, const char *key)
+{
+	g_autofree char *raw = g_key_file_get_value(kf, group, key, NULL);
+	size_t n = raw ? strlen(raw) : 0, k = 0;
+
+	while (k < n && raw[n - 1 - k] == '\\')
+		k++;
+	return k % 2;
+}
+
 /* GKeyFile keeps trailing blanks in a value; an editor does not show them. */
 static char *get_value(GKeyFile *kf, const char *group, const char *key)
 {
-	char *v = g_key_file_get_string(kf, group, key, NULL);
+	char *v;
 
+	if (escape_at_end(kf, group, key))
+		return NULL;
+	v = g_key_file_get_string(kf, group, key, NULL);
 	return v ? g_strchomp(v) : NULL;
 }
 
@@ -266,6 +285,10 @@ static bool parse_network_key(struct config *cfg, struct conf_iface *c, GKeyFile
 	if (k == G_N_ELEMENTS(network_keys))
 		return false;
 	/* a;b is a list, any of which matches (GKeyFile's list syntax: \; for a ';') */
+	if (escape_at_end(kf, group, key)) {
+		warn(cfg, file, line, "%s: ends in a lone backslash; skipped", key);
+		return true;
+	}
 	values = g_key_file_get_string_list(kf, group, key, NULL, NULL);
 	if (!values || !values[0]) {
 		warn(cfg, file, line, "%s: no value; skipped", key);
@@ -329,7 +352,8 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 			continue;
 		}
 		if (!v) {
-			warn(cfg, file, line, "%s: unreadable value; skipped", keys[i]);
+			warn(cfg, file, line, "%s: unreadable value (a lone backslash at its end, "
+			     "or an escape GLib does not know); skipped", keys[i]);
 			continue;
 		}
 		if (iface_keys[k].kind == KEY_ENFORCE) {

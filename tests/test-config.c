@@ -387,6 +387,39 @@ static void test_bad_daemon_value(void)
 	g_assert_false(cfg->clear_on_exit);
 }
 
+/*
+ * A value with an invalid escape and a lone backslash at its end: GLib before
+ * 2.76 set its error twice on it, a GLib warning (fatal under g_test_init),
+ * found by fuzz-config. One warning of ours per such key, the rest read.
+ */
+static void test_escape_at_end(void)
+{
+	static const char text[] = "[interface wg0]\n"
+				   "egress = 10mbit\\q\\\n"
+				   "ingress = 5mbit\n"
+				   "[network home]\n"
+				   "connection-id = Home\\q\\\n"
+				   "interface = wg1\n"
+				   "egress = 20mbit\n"
+				   "[daemon]\n"
+				   "enforce = yes\\q\\\n";
+	static const char *const keys[] = { "egress", "connection-id", "enforce" };
+	static const unsigned int lines[] = { 2, 5, 9 };
+	g_autofree char *path = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 3);
+	for (guint i = 0; i < 3; i++) {
+		g_autofree char *at = g_strdup_printf("%s:%u:", path, lines[i]);
+
+		assert_has(warning(cfg, i), at);
+		assert_has(warning(cfg, i), keys[i]);
+	}
+	assert_has(warning(cfg, 1), "backslash");
+	g_assert_nonnull(config_match(cfg, "wg0"));
+	g_assert_cmpuint(req_of(cfg, "wg0")->ingress_rate, ==, 5000000 / 8);
+}
+
 /* Unknown keys and sections, and lines GKeyFile reads as odd keys. */
 static void test_unknown(void)
 {
@@ -1047,6 +1080,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/enforce-and-daemon", test_enforce_and_daemon);
 	g_test_add_func("/config/bad-value", test_bad_value);
 	g_test_add_func("/config/bad-daemon-value", test_bad_daemon_value);
+	g_test_add_func("/config/escape-at-end", test_escape_at_end);
 	g_test_add_func("/config/unknown", test_unknown);
 	g_test_add_func("/config/line-numbers", test_line_numbers);
 	g_test_add_func("/config/not-ini", test_not_ini);
