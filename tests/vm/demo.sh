@@ -43,7 +43,7 @@ chart=$(lab_keep_path tune-demo.svg)
 step "on the VPN server: wgshape tune wg0 egress server $CLI_TUN4 plot FILE save"
 tune srv -c "$conf" tune wg0 egress server "$CLI_TUN4" plot "$chart" save
 [ "$WG_RC" = 0 ] || die "wgshape tune failed on the server: $WG_ERR"
-tuned=$(sed -n 's/^wg0 egress: \([0-9.]*[KMG]*bit\) (.*/\1/p' <<<"$WG_OUT" | head -1)
+tuned=$(tuned_rate egress)
 [ -n "$tuned" ] || die "wgshape tune gave no rate"
 info "saved: $(tr '\n' ' ' <"${conf%/*}/conf.d/90-tune.conf" | sed 's/#[^[]*//')"
 wgshape srv show wg0

@@ -44,6 +44,12 @@ tune() {
 	info "took ${TUNE_SECS} s"
 }
 
+# tuned_rate DIR: the rate in the result line of a text `tune` run in WG_OUT
+# ("wg0 DIR: 9799Kbit (97% of ..."), tc's spelling; empty if there is none.
+tuned_rate() {
+	sed -n "s/^wg0 $1: \([0-9.]*[KMG]*bit\) (.*/\1/p" <<<"$WG_OUT" | head -1
+}
+
 # pct A B: A as a whole percentage of B.
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%d\n", (b > 0) ? 100 * a / b : 0 }'; }
 

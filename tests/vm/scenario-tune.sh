@@ -56,7 +56,7 @@ expect_tuned_text() {
 	expect_match "$what: a search step" '^ +search ' "$WG_OUT"
 	expect_match "$what: a confirm step" '^ +confirm ' "$WG_OUT"
 	expect_match "$what: the result" "^wg0 $dir: [0-9.]+[KMG]?bit \\([0-9]+% of the unshaped" "$WG_OUT"
-	TUNED=$(sed -n "s/^wg0 $dir: \\([0-9.]*[KMG]*bit\\) (.*/\\1/p" <<<"$WG_OUT" | head -1)
+	TUNED=$(tuned_rate "$dir")
 	info "$what: tuned rate $TUNED in $TUNE_SECS s"
 }
 
