@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -8,6 +13,7 @@
 #include "state.h"
 
 #define SUFFIX ".state"
+#define HOLD_SUFFIX ".hold" /* never SUFFIX's end: a hold is not an interface's state */
 
 bool ifname_is_valid(const char *name)
 {
@@ -198,4 +204,108 @@ int state_list(const char *dir, char ***names)
 	g_ptr_array_add(arr, NULL);
 	*names = (char **)g_ptr_array_free(g_steal_pointer(&arr), FALSE);
 	return 0;
+}
+
+/* ---- holds ----------------------------------------------------------------- */
+
+static char *hold_path(const char *dir, const char *ifname)
+{
+	g_autofree char *file = g_strconcat(ifname, HOLD_SUFFIX, NULL);
+
+	return g_build_filename(dir, file, NULL);
+}
+
+/* The command name of pid (/proc/PID/comm), or NULL when it is gone. */
+static char *proc_comm(pid_t pid)
+{
+	g_autofree char *path = g_strdup_printf("/proc/%d/comm", (int)pid);
+	char *comm = NULL;
+
+	if (!g_file_get_contents(path, &comm, NULL, NULL))
+		return NULL;
+	g_strchomp(comm);
+	return comm;
+}
+
+/* The PID in a hold file, if that process lives and is a wgshape like us. */
+static pid_t live_holder(const char *path)
+{
+	g_autofree char *data = NULL, *theirs = NULL, *ours = NULL;
+	char *end;
+	long pid;
+
+	if (!g_file_get_contents(path, &data, NULL, NULL))
+		return 0;
+	errno = 0;
+	pid = strtol(data, &end, 10);
+	if (errno || end == data || (*end && *end != '\n') || pid <= 0 || pid > INT32_MAX)
+		return 0;
+	if (kill((pid_t)pid, 0) < 0 && errno != EPERM)
+		return 0;
+	/* A PID used again by another program is no hold. */
+	theirs = proc_comm((pid_t)pid);
+	ours = proc_comm(getpid());
+	if (!theirs || !ours || strcmp(theirs, ours) != 0)
+		return 0;
+	return (pid_t)pid;
+}
+
+pid_t state_holder(const char *dir, const char *ifname)
+{
+	g_autofree char *path = NULL;
+
+	if (!ifname_is_valid(ifname))
+		return 0;
+	path = hold_path(dir, ifname);
+	return live_holder(path);
+}
+
+int state_hold(const char *dir, const char *ifname, pid_t *holder)
+{
+	g_autofree char *path = NULL, *tmp = NULL;
+	char pid[32];
+	pid_t h;
+	int fd, r = 0;
+
+	*holder = 0;
+	if (!ifname_is_valid(ifname))
+		return -EINVAL;
+	if (g_mkdir_with_parents(dir, 0755) < 0)
+		return -errno;
+	path = hold_path(dir, ifname);
+	tmp = g_strconcat(path, ".XXXXXX", NULL);
+	fd = g_mkstemp_full(tmp, O_WRONLY, 0644);
+	if (fd < 0)
+		return -errno;
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid))
+		r = errno ? -errno : -EIO;
+	close(fd);
+	/* link() makes the hold only where there is none: two tunes cannot both win. */
+	if (r == 0 && link(tmp, path) < 0) {
+		if (errno != EEXIST) {
+			r = -errno;
+		} else if ((h = live_holder(path)) > 0 && h != getpid()) {
+			*holder = h;
+			r = -EBUSY;
+		} else if (rename(tmp, path) < 0) {
+			r = -errno; /* a stale hold, left by a process that is gone: ours now */
+		} else if ((h = live_holder(path)) != getpid()) {
+			*holder = h; /* another tune replaced the same stale hold first */
+			r = -EBUSY;
+		}
+	}
+	g_unlink(tmp);
+	return r;
+}
+
+void state_release(const char *dir, const char *ifname)
+{
+	g_autofree char *path = NULL;
+
+	if (!ifname_is_valid(ifname))
+		return;
+	path = hold_path(dir, ifname);
+	if (live_holder(path) == getpid())
+		g_unlink(path);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct shape_state {
 	int ifindex; /* of the interface when saved: a recreated one is not ours */
@@ -43,5 +44,18 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 int state_remove(const char *dir, const char *ifname);
 /* Names with saved state, sorted; free with g_strfreev(). Empty when dir is missing. */
 int state_list(const char *dir, char ***names);
+
+/*
+ * A hold on an interface: `tune` is measuring it, so the daemon, `apply` and the
+ * dispatcher hook leave its shaping alone until the holder ends. The file
+ * <ifname>.hold in the state directory names the holder's PID; one whose
+ * process is gone (killed, say) counts as no hold.
+ */
+/* 0; -EBUSY with *holder set when another live process holds it; -errno. */
+int state_hold(const char *dir, const char *ifname, pid_t *holder);
+/* Removes the hold if it is this process's. */
+void state_release(const char *dir, const char *ifname);
+/* The PID of the live process that holds ifname; 0 if none. */
+pid_t state_holder(const char *dir, const char *ifname);
 
 #endif

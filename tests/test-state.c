@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 
@@ -105,11 +108,97 @@ static void test_refuses(void)
 	g_strfreev(names);
 }
 
+/* A child of this test (same command name), blocked until *release is closed. */
+static pid_t spawn_blocked(int *release)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	g_assert_cmpint(pipe(p), ==, 0);
+	pid = fork();
+	g_assert_cmpint(pid, >=, 0);
+	if (pid == 0) {
+		close(p[1]);
+		(void)!read(p[0], &c, 1); /* returns when the parent closes its end */
+		_exit(0);
+	}
+	close(p[0]);
+	*release = p[1];
+	return pid;
+}
+
+static void write_hold(const char *dir, const char *ifname, const char *text)
+{
+	g_autofree char *file = g_strconcat(ifname, ".hold", NULL);
+	g_autofree char *path = g_build_filename(dir, file, NULL);
+
+	g_assert_true(g_file_set_contents(path, text, -1, NULL));
+}
+
+static void test_hold(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("wgshape-state-XXXXXX", NULL);
+	g_autofree char *sub = g_build_filename(dir, "run", NULL);
+	g_autofree char *other = NULL, *path = NULL;
+	char **names = NULL;
+	pid_t holder = -1, child;
+	int release, status;
+
+	/* none yet; then ours, twice (idempotent) */
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, 0);
+	g_assert_cmpint(state_hold(sub, "wg0", &holder), ==, 0);
+	g_assert_cmpint(holder, ==, 0);
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, getpid());
+	g_assert_cmpint(state_hold(sub, "wg0", &holder), ==, 0);
+	g_assert_cmpint(state_holder(sub, "wg1"), ==, 0);
+	/* a hold is not an interface's state */
+	g_assert_cmpint(state_list(sub, &names), ==, 0);
+	g_assert_null(names[0]);
+	g_strfreev(names);
+	state_release(sub, "wg0");
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, 0);
+
+	/* another live process holds it: busy, and not ours to release */
+	child = spawn_blocked(&release);
+	other = g_strdup_printf("%d\n", (int)child);
+	write_hold(sub, "wg0", other);
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, child);
+	g_assert_cmpint(state_hold(sub, "wg0", &holder), ==, -EBUSY);
+	g_assert_cmpint(holder, ==, child);
+	state_release(sub, "wg0");
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, child);
+
+	/* it ends without releasing (killed): the hold left behind counts as none */
+	close(release);
+	g_assert_cmpint(waitpid(child, &status, 0), ==, child);
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, 0);
+	g_assert_cmpint(state_hold(sub, "wg0", &holder), ==, 0);
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, getpid());
+	state_release(sub, "wg0");
+
+	/* a live PID of another program (PID 1 is never this test) is no hold */
+	write_hold(sub, "wg0", "1\n");
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, 0);
+	/* nor is what is not a PID */
+	write_hold(sub, "wg0", "12x\n");
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, 0);
+	write_hold(sub, "wg0", "");
+	g_assert_cmpint(state_holder(sub, "wg0"), ==, 0);
+	g_assert_cmpint(state_hold(sub, "bad/name", &holder), ==, -EINVAL);
+
+	path = g_build_filename(sub, "wg0.hold", NULL);
+	g_unlink(path);
+	g_rmdir(sub);
+	g_rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/state/ifname", test_ifname);
 	g_test_add_func("/state/roundtrip", test_roundtrip);
 	g_test_add_func("/state/refuses", test_refuses);
+	g_test_add_func("/state/hold", test_hold);
 	return g_test_run();
 }
