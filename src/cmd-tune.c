@@ -45,7 +45,8 @@ const char tune_usage[] =
 	"  save        keep the result for IFACE and this network, and apply it\n"
 	"  plot FILE   an SVG chart of added latency and goodput against the rate\n"
 	"The route to the far end must go through IFACE. Interrupted, or the far end\n"
-	"gone, IFACE's shaping is put back exactly as it was.\n";
+	"gone, IFACE's shaping is put back exactly as it was. While tune runs, the\n"
+	"daemon and apply leave IFACE alone; when it ends, the daemon reloads.\n";
 
 #define STEP_MS 4000
 #define WARMUP_MS 1000
@@ -894,6 +895,7 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 	g_autoptr(JsonBuilder) j = json_builder_new();
 	char err[256];
 	size_t n = 0;
+	pid_t holder;
 	int r = 0, status = EXIT_OK;
 
 	if (cli_wants_help(argc, argv)) {
@@ -917,6 +919,18 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 		r = netlink_link_get(nl, argv[1], &link);
 	if (r < 0) {
 		log_err("%s: %s", argv[1], r == -ENODEV ? "no such interface" : strerror(-r));
+		netlink_close(nl);
+		return EXIT_FAIL;
+	}
+	/* The daemon, apply and the dispatcher hook leave argv[1] alone until we end. */
+	r = state_hold(cli->statedir, argv[1], &holder);
+	if (r < 0) {
+		if (r == -EBUSY)
+			log_err("%s: another wgshape tune (pid %d) is measuring it", argv[1],
+				(int)holder);
+		else
+			log_err("%s: tune: cannot hold it in %s: %s", argv[1], cli->statedir,
+				strerror(-r));
 		netlink_close(nl);
 		return EXIT_FAIL;
 	}
@@ -1009,6 +1023,7 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 		if (runs[d].steps)
 			g_array_unref(runs[d].steps);
 	}
+	state_release(cli->statedir, argv[1]);
 	netlink_close(nl);
 	return status;
 }

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 #include <glib.h>
 #include <glib-unix.h>
 #include <linux/pkt_sched.h>
@@ -33,8 +35,10 @@ const char daemon_usage[] =
 	"\n"
 	"Keep every configured interface (or only IFACE) shaped: shape interfaces as they\n"
 	"appear, put wgshape's qdisc back if someone removes it (enforce = yes), and on\n"
-	"SIGHUP reload the configuration and reconcile. SIGTERM leaves shaping in place\n"
-	"unless clear-on-exit = yes. Logs to stderr with sd-daemon priority prefixes.\n";
+	"SIGHUP reload the configuration and reconcile. An interface `tune` measures is\n"
+	"left alone until tune ends; then the configuration is reloaded as on SIGHUP.\n"
+	"SIGTERM leaves shaping in place unless clear-on-exit = yes. Logs to stderr with\n"
+	"sd-daemon priority prefixes.\n";
 
 struct daemon {
 	const struct cli *cli;
@@ -46,6 +50,7 @@ struct daemon {
 	struct nm_watch *nm;
 	GHashTable *names; /* ifindex -> ifname of every link we have seen */
 	GHashTable *pending; /* ifname -> appearance time (µs, 0 if not new) */
+	GHashTable *holds; /* ifname -> struct hold_watch: a tune measuring it */
 	bool resync;
 	guint idle;
 };
@@ -69,6 +74,88 @@ static bool enforced(struct daemon *d, const char *ifname)
 	return c->enforce < 0 ? d->cfg->enforce : c->enforce;
 }
 
+static void schedule(struct daemon *d, const char *ifname, gint64 since);
+static bool reload(struct daemon *d);
+
+/* A `tune` holding an interface (state_hold()): its end wakes us (a pidfd). */
+struct hold_watch {
+	struct daemon *d;
+	char *ifname;
+	pid_t pid;
+	int pidfd;
+	guint source;
+};
+
+static void hold_watch_free(gpointer p)
+{
+	struct hold_watch *w = p;
+
+	if (w->source)
+		g_source_remove(w->source);
+	close(w->pidfd);
+	g_free(w->ifname);
+	g_free(w);
+}
+
+static gboolean on_holder_gone(gint fd, GIOCondition cond, gpointer data)
+{
+	struct hold_watch *w = data;
+	struct daemon *d = w->d;
+
+	/* `tune ... save` may have written a new rate: read the configuration again. */
+	log_info("%s: wgshape tune (pid %d) ended: reloading the configuration", w->ifname,
+		 (int)w->pid);
+	w->source = 0; /* removed by returning G_SOURCE_REMOVE */
+	g_hash_table_remove(d->holds, w->ifname); /* frees w */
+	if (!reload(d))
+		log_err("keeping the configuration that was loaded before");
+	d->resync = true;
+	schedule(d, NULL, 0);
+	return G_SOURCE_REMOVE;
+}
+
+/* Is ifname held by a tune? Then watch for its end (once) and leave ifname alone. */
+static bool held(struct daemon *d, const char *ifname)
+{
+	struct hold_watch *w;
+	pid_t pid = state_holder(d->cli->statedir, ifname);
+	int fd;
+
+	if (pid <= 0)
+		return false;
+	w = g_hash_table_lookup(d->holds, ifname);
+	if (w && w->pid == pid)
+		return true;
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0) {
+		if (errno != ESRCH) /* ESRCH: it ended just now */
+			log_warn("%s: pidfd_open(%d): %s; enforcing it anyway", ifname, (int)pid,
+				 strerror(errno));
+		return false;
+	}
+	w = g_new0(struct hold_watch, 1);
+	w->d = d;
+	w->ifname = g_strdup(ifname);
+	w->pid = pid;
+	w->pidfd = fd;
+	w->source = g_unix_fd_add(fd, G_IO_IN, on_holder_gone, w);
+	g_hash_table_replace(d->holds, g_strdup(ifname), w);
+	log_info("%s: wgshape tune (pid %d) is measuring it: not enforced until tune ends",
+		 ifname, (int)pid);
+	return true;
+}
+
+/* Watch every tune holding a link we know (reconcile_all() leaves those alone). */
+static void watch_holds(struct daemon *d)
+{
+	GHashTableIter it;
+	gpointer key, val;
+
+	g_hash_table_iter_init(&it, d->names);
+	while (g_hash_table_iter_next(&it, &key, &val))
+		held(d, val);
+}
+
 static gboolean on_idle(gpointer data)
 {
 	struct daemon *d = data;
@@ -88,6 +175,7 @@ static gboolean on_idle(gpointer data)
 		d->resync = false;
 		g_hash_table_remove_all(d->pending);
 		log_debug("reconciling every interface");
+		watch_holds(d);
 		reconcile_all(&rc);
 		nm_nets_free(nets);
 		return G_SOURCE_REMOVE;
@@ -96,6 +184,10 @@ static gboolean on_idle(gpointer data)
 	while (g_hash_table_iter_next(&it, &key, &val)) {
 		gint64 since = *(gint64 *)val;
 
+		if (held(d, key)) {
+			g_hash_table_iter_remove(&it);
+			continue;
+		}
 		if (reconcile_iface(&rc, key) == 0 && since && config_mentions(d->cfg, key))
 			log_info("%s: shaped %.1f ms after it appeared", (const char *)key,
 				 (double)(g_get_monotonic_time() - since) / 1000.0);
@@ -214,17 +306,25 @@ static gboolean on_netlink(gint fd, GIOCondition cond, gpointer data)
 	return G_SOURCE_CONTINUE;
 }
 
+/* Load the configuration again; false (the old one stays) when it is not valid. */
+static bool reload(struct daemon *d)
+{
+	struct config *cfg = cli_load_config(d->cli);
+
+	if (!cfg)
+		return false;
+	config_free(d->cfg);
+	d->cfg = cfg;
+	return true;
+}
+
 static gboolean on_hup(gpointer data)
 {
 	struct daemon *d = data;
-	struct config *cfg;
 
 	sd_notify(0, "RELOADING=1");
 	log_info("reloading the configuration");
-	cfg = cli_load_config(d->cli);
-	if (cfg) {
-		config_free(d->cfg);
-		d->cfg = cfg;
+	if (reload(d)) {
 		d->resync = true;
 		schedule(d, NULL, 0);
 	} else {
@@ -310,11 +410,13 @@ int daemon_main(int argc, char **argv, const struct cli *cli)
 	}
 	d.names = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	d.pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	d.holds = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hold_watch_free);
 	d.loop = g_main_loop_new(NULL, FALSE);
 
 	/* Subscribed before the first pass, so nothing that happens in between is missed. */
 	learn_names(&d);
 	rc = reconciler(&d);
+	watch_holds(&d);
 	if (!d.cfg->networks->len)
 		reconcile_all(&rc);
 	/* With profiles, the first pass waits for NetworkManager's answer (on_nm). */
@@ -340,6 +442,8 @@ out:
 		g_hash_table_unref(d.names);
 	if (d.pending)
 		g_hash_table_unref(d.pending);
+	if (d.holds)
+		g_hash_table_unref(d.holds);
 	nm_watch_free(d.nm);
 	netlink_events_close(d.ev);
 	netlink_close(d.nl);

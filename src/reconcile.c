@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <glib.h>
 
 #include "log.h"
@@ -78,9 +79,16 @@ int reconcile_iface(const struct reconciler *rc, const char *ifname)
 	g_autoptr(GPtrArray) profs = g_ptr_array_new();
 	const struct conf_iface *c;
 	char source[256];
+	pid_t holder;
 
 	if (rc->only && strcmp(rc->only, ifname) != 0)
 		return 0;
+	holder = state_holder(rc->statedir, ifname);
+	if (holder > 0 && holder != getpid()) {
+		log_info("%s: wgshape tune (pid %d) is measuring it: its shaping is left as it is",
+			 ifname, (int)holder);
+		return 0;
+	}
 	/* Profiles that name a tunnel decide for it alone. */
 	config_networks_for(rc->cfg, ifname, profs);
 	if (profs->len)

@@ -30,7 +30,9 @@ bool reconcile_skips(const struct link_info *link);
 
 /*
  * Shape ifname as its section says; if no section matches but its shaping
- * came from the configuration, clear it. 0, or -errno (already logged).
+ * came from the configuration, clear it. An interface another process holds
+ * (state_hold(): `tune` measuring it) is left as it is. 0, or -errno (already
+ * logged).
  */
 int reconcile_iface(const struct reconciler *rc, const char *ifname);
 
