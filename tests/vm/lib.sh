@@ -226,6 +226,26 @@ lab_keep_path() {
 	fi
 }
 
+# ---- files that grow ------------------------------------------------------
+
+# wait_for SECS FILE FROM PROGRAM [ARGS...]: run PROGRAM on the lines of FILE
+# after line FROM, as they are written, for at most SECS seconds. PROGRAM
+# exits when it has seen what it waits for; 124 when the time ran out.
+# (Through a FIFO: the lab VM has no /dev/fd for bash's <(...).)
+wait_for() {
+	local secs=$1 file=$2 from=$3 fifo tailpid rc=0
+	shift 3
+	fifo=$LAB_TMP/wait.$BASHPID.$RANDOM
+	mkfifo "$fifo"
+	tail -n +"$((from + 1))" -f "$file" >"$fifo" &
+	tailpid=$!
+	timeout "$secs" "$@" <"$fifo" || rc=$?
+	kill -PIPE "$tailpid" 2>/dev/null || true
+	wait "$tailpid" 2>/dev/null || true
+	rm -f "$fifo"
+	return "$rc"
+}
+
 # ---- kernel state, read with tc/ip/jq --------------------------------------
 
 # qdiscs NS DEV: tc's JSON for all qdiscs of DEV.

@@ -18,6 +18,10 @@
 #                             outside the tunnel, serve without a tunnel address
 #   scenario-tune.sh http     both directions against lighttpd (download) and a
 #                             python3 POST sink (upload), ping for latency
+#   scenario-tune.sh daemon   cli runs `wgshape daemon` enforcing 3mbit on wg0:
+#                             a SIGKILLed tune (the daemon puts 3mbit back when
+#                             it ends), then tune save (measures the line; the
+#                             saved rate stays after the daemon reloads)
 #
 # The checks after tuning use tools that are not ours: iperf3 with 4 parallel
 # streams through the tunnel and ping. They assert: added latency p95 <= 15 ms,
@@ -96,6 +100,25 @@ setup() {
 	iperf_server srv "$SRV_TUN4"
 	need_capacity "$LINE_RATE"
 	lab_bottleneck "$LINE_RATE" "$LINE_DELAY" "$LINE_LIMIT"
+}
+
+# search_step PID BEFORE: wait (90 s at most) while tune PID runs for a search
+# step on cli's wg0: tune first makes its cake unlimited (the unshaped
+# control), then each step sets a rate; BEFORE is the rate (bytes/s) there
+# was before tune. SEEN is the step's rate.
+search_step() {
+	local pid=$1 before=$2 i
+	SEEN=
+	for i in $(seq 1 900); do
+		kill -0 "$pid" 2>/dev/null || return 1
+		SEEN=$(root_field cli wg0 .options.bandwidth)
+		case "$SEEN" in
+		"$before" | unlimited | "(none)" | "") ;;
+		*) return 0 ;;
+		esac
+		sleep 0.1
+	done
+	return 1
 }
 
 # ---- parts ------------------------------------------------------------------
@@ -190,22 +213,9 @@ part_errors() {
 	# netns exec execs it), not a subshell that ignores SIGINT.
 	ip netns exec cli "$WGSHAPE" tune wg0 egress server "$SRV_TUN4" >"$LAB_TMP/tune.out" 2>"$LAB_TMP/tune.err" &
 	pid=$!
-	# tune first takes the shaping off (the unshaped control), then each
-	# search step puts a cake at its rate: wait for a cake at another rate
-	# than the 4mbit set by hand (500000 bytes/s).
-	local bw seen=
-	for i in $(seq 1 900); do
-		kill -0 "$pid" 2>/dev/null || break
-		bw=$(root_field cli wg0 .options.bandwidth)
-		case "$bw" in
-		500000 | "(none)") ;;
-		*) seen=$bw && break ;;
-		esac
-		sleep 0.1
-	done
-	if [ -n "$seen" ]; then
+	if search_step "$pid" 500000; then
 		sleep 1
-		info "a search step at $seen bytes/s on cli wg0: SIGINT"
+		info "a search step at $SEEN bytes/s on cli wg0: SIGINT"
 		kill -INT "$pid"
 	else
 		fail "no search step seen: $(cat "$LAB_TMP/tune.out" "$LAB_TMP/tune.err")"
@@ -254,6 +264,63 @@ part_errors() {
 		expect_match "GET /download from cli over the veth" '^200 [1-9]' "$n"
 	fi
 	serve_stop
+}
+
+# daemon_wait SECS ERE: until the daemon's log (DLOG) has a line matching ERE.
+daemon_wait() {
+	wait_for "$1" "$DLOG" 0 grep -q -m1 -E -- "$2"
+}
+
+# daemon_barrier N: a new link matching [interface bar*] gets shaped. The
+# daemon handles events in order: what came before has been acted on by then.
+daemon_barrier() {
+	inns cli ip link add "bar$1" type dummy
+	daemon_wait 30 "bar$1: shaped" || fail "barrier: the daemon did not shape bar$1 within 30 s"
+	inns cli ip link del "bar$1"
+}
+
+# A VPN server runs wgshape.service (the daemon, enforce = yes): tune must not
+# have the daemon put the configured cake back under it, and what tune saves
+# must stay.
+part_daemon() {
+	local conf=$LAB_TMP/etc/wgshape.conf pid rc
+	setup
+	serve_start srv
+	mkdir -p "$LAB_TMP/etc"
+	printf '[interface wg0]\negress = 3mbit\n\n[interface bar*]\negress = 1mbit\n' >"$conf"
+	DLOG=$LAB_TMP/daemon.log
+	ip netns exec cli "$WGSHAPE" -c "$conf" daemon >"$DLOG" 2>&1 &
+	DAEMON_PID=$!
+	daemon_wait 20 'running' || die "the daemon did not start: $(cat "$DLOG")"
+	expect_cake cli wg0 bandwidth=375000
+
+	step "SIGKILL a tune during a search step: the daemon puts the configured cake back"
+	ip netns exec cli "$WGSHAPE" -c "$conf" tune wg0 egress server "$SRV_TUN4" >/dev/null 2>&1 &
+	pid=$!
+	search_step "$pid" 375000 || fail "no search step seen before tune ended"
+	info "a search step at $SEEN bytes/s on cli wg0: SIGKILL"
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	expect_match "daemon: held off while tune ran" "wg0: wgshape tune \\(pid $pid\\) is measuring it" "$(cat "$DLOG")"
+	daemon_wait 30 "wg0: wgshape tune \\(pid $pid\\) ended" ||
+		fail "the daemon did not see the killed tune end within 30 s"
+	daemon_barrier 1
+	expect_cake cli wg0 bandwidth=375000
+
+	step "tune wg0 egress save under the daemon: tune measures the line, the saved rate stays"
+	tune cli -c "$conf" tune wg0 egress server "$SRV_TUN4" save
+	expect_tuned_text "tune under the daemon" egress
+	expect_ge "tuned rate under the daemon (bit/s; the daemon enforces 3 Mbit/s)" 6000000 "$(rate_bits "$TUNED")"
+	daemon_wait 30 'wg0: wgshape tune \(pid [0-9]+\) ended: reloading' ||
+		fail "the daemon did not see tune end within 30 s"
+	daemon_barrier 2
+	expect_cake cli wg0 bandwidth="$(($(rate_bits "$TUNED") / 8))"
+	rc=0
+	kill -TERM "$DAEMON_PID" && wait "$DAEMON_PID" || rc=$?
+	expect_eq "daemon: exit status after SIGTERM" 0 "$rc"
+	sed -n 's/^<[0-9]>/   daemon: /p' "$DLOG" | grep -E 'tune|reload|wg0' || true
+	FIGURES+=("under the daemon: tuned $TUNED in $TUNE_SECS s (the daemon enforced 3 Mbit/s before)")
+	figures
 }
 
 # Not a check: what iperf3 + ping see with cake at a few rates (the truth
@@ -338,7 +405,7 @@ EOF
 }
 
 case "$part" in
-egress | ingress | seed | errors | http | sweep) "part_$part" "$@" ;;
-*) die "scenario-tune.sh: egress|ingress|seed|errors|http, not '$part'" ;;
+egress | ingress | seed | errors | http | daemon | sweep) "part_$part" "$@" ;;
+*) die "scenario-tune.sh: egress|ingress|seed|errors|http|daemon, not '$part'" ;;
 esac
 finish
