@@ -298,6 +298,10 @@ part_daemon() {
 	ip netns exec cli "$WGSHAPE" -c "$conf" tune wg0 egress server "$SRV_TUN4" >/dev/null 2>&1 &
 	pid=$!
 	search_step "$pid" 375000 || fail "no search step seen before tune ended"
+	wgshape cli tune wg0 egress server "$SRV_TUN4"
+	expect_eq "a second tune on wg0 meanwhile: exit status" 1 "$WG_RC"
+	expect_match "a second tune on wg0 meanwhile: stderr" \
+		"^wgshape: wg0: another wgshape tune \\(pid $pid\\) is measuring it\$" "$WG_ERR"
 	info "a search step at $SEEN bytes/s on cli wg0: SIGKILL"
 	kill -KILL "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
