@@ -44,9 +44,10 @@ const char tune_usage[] =
 	"  streams     parallel load streams (4)     ipv4|ipv6  the address family (ipv4)\n"
 	"  save        keep the result for IFACE and this network, and apply it\n"
 	"  plot FILE   an SVG chart of added latency and goodput against the rate\n"
-	"The route to the far end must go through IFACE. Interrupted, or the far end\n"
-	"gone, IFACE's shaping is put back exactly as it was. While tune runs, the\n"
-	"daemon and apply leave IFACE alone; when it ends, the daemon reloads.\n";
+	"The route to the far end must go through IFACE. Interrupted, the far end\n"
+	"gone or IFACE set down, IFACE's shaping is put back exactly as it was. While\n"
+	"tune runs, the daemon and apply leave IFACE alone; when it ends, the daemon\n"
+	"reloads.\n";
 
 #define STEP_MS 4000
 #define WARMUP_MS 1000
@@ -187,6 +188,7 @@ static void on_signal(int sig)
 
 struct dir_before {
 	bool shaped; /* wgshape's cake was there */
+	bool had_state; /* wgshape shaped IFACE in either direction */
 	struct cake_opts opts; /* as the kernel reported it */
 	char source[256];
 };
@@ -231,6 +233,7 @@ static int read_dir(struct tune_run *t, struct dir_before *out, uint64_t *drops)
 	if (out) {
 		memset(out, 0, sizeof(*out));
 		out->shaped = d->shaped && d->managed;
+		out->had_state = v.has_state;
 		out->opts = d->qdisc.cake;
 		snprintf(out->source, sizeof(out->source), "%s", v.source);
 	}
@@ -277,6 +280,40 @@ static int shape_dir(struct tune_run *t, enum dir_action act, uint64_t rate, con
 static int set_rate(struct tune_run *t, uint64_t rate)
 {
 	return shape_dir(t, DIR_SET, rate, "tune (running)");
+}
+
+/* What became of IFACE while tune ran. */
+enum link_fate {
+	LINK_SAME,
+	LINK_DOWN, /* set down: its qdiscs stay, and can be put back */
+	LINK_GONE, /* deleted (wg-quick down), or deleted and made again */
+};
+
+static enum link_fate link_fate(struct tune_run *t, int ifindex)
+{
+	struct link_info now;
+	int r = netlink_link_get(t->nl, t->ifname, &now);
+
+	if (r == -ENODEV || (r == 0 && now.ifindex != ifindex))
+		return LINK_GONE;
+	if (r == 0 && !now.up)
+		return LINK_DOWN;
+	return LINK_SAME;
+}
+
+/*
+ * IFACE went away while tune ran: its qdiscs went with it. What wgshape kept
+ * for it (state, IFB) is removed when tune made it all; shaping that was
+ * there before is left to the daemon or the next apply, as it would have
+ * been without tune.
+ */
+static void forget_gone(struct tune_run *t)
+{
+	struct link_info now;
+
+	if (t->before_read && !t->before.had_state &&
+	    netlink_link_get(t->nl, t->ifname, &now) == -ENODEV)
+		shape_clear(t->nl, t->cli->statedir, t->ifname);
 }
 
 /* Put our direction back exactly as it was before tune. */
@@ -895,6 +932,7 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 	g_autoptr(JsonBuilder) j = json_builder_new();
 	char err[256];
 	size_t n = 0;
+	enum link_fate fate;
 	pid_t holder;
 	int r = 0, status = EXIT_OK;
 
@@ -981,19 +1019,29 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 		r = run_direction(t, link.ifindex);
 		t->seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
 		done[n++] = t;
+		/* A tunnel taken down mid-run is what happened, whatever failed after. */
+		fate = interrupted ? LINK_SAME : link_fate(t, link.ifindex);
+		if (fate != LINK_SAME) {
+			snprintf(t->failure, sizeof(t->failure), "%s %s while tune ran", argv[1],
+				 fate == LINK_DOWN ? "was set down" : "was deleted");
+			r = fate == LINK_DOWN ? -ENETDOWN : -ENODEV;
+		}
 		/*
 		 * Whatever happened, this direction is as it was before tune. A run
 		 * that stopped before reading it (path refused) changed nothing:
 		 * "restoring" an empty view would take the shaping off.
 		 */
-		if (t->before_read && restore(t) < 0)
+		if (fate == LINK_GONE)
+			forget_gone(t);
+		else if (t->before_read && restore(t) < 0)
 			log_err("%s: tune: could not put %s shaping back as it was", argv[1],
 				dirname_of(t));
 		if (r < 0) {
 			if (!t->failure[0])
 				snprintf(t->failure, sizeof(t->failure), "%s", strerror(-r));
-			log_err("%s: tune %s: %s; %s shaping is as it was", argv[1], dirname_of(t),
-				t->failure, argv[1]);
+			log_err("%s: tune %s: %s; %s", argv[1], dirname_of(t), t->failure,
+				fate == LINK_GONE ? "its shaping went with it"
+						  : "its shaping is as it was");
 			status = EXIT_FAIL;
 		} else {
 			if (!cli->json)
