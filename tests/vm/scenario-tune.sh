@@ -14,8 +14,10 @@
 #                             iperf3 -R + ping with the result set
 #   scenario-tune.sh seed     the seed's layout: srv tunes its own egress toward
 #                             cli running serve; iperf3 -R from cli + ping
-#   scenario-tune.sh errors   interrupt mid-tune, unreachable far end, a route
-#                             outside the tunnel, serve without a tunnel address
+#   scenario-tune.sh errors   mid-tune: SIGINT, SIGTERM, the far end stopped, the
+#                             tunnel set down, the tunnel deleted; unreachable far
+#                             end, a route outside the tunnel, serve without a
+#                             tunnel address
 #   scenario-tune.sh http     both directions against lighttpd (download) and a
 #                             python3 POST sink (upload), ping for latency
 #   scenario-tune.sh daemon   cli runs `wgshape daemon` enforcing 3mbit on wg0:
@@ -102,16 +104,16 @@ setup() {
 	lab_bottleneck "$LINE_RATE" "$LINE_DELAY" "$LINE_LIMIT"
 }
 
-# search_step PID BEFORE: wait (90 s at most) while tune PID runs for a search
-# step on cli's wg0: tune first makes its cake unlimited (the unshaped
-# control), then each step sets a rate; BEFORE is the rate (bytes/s) there
-# was before tune. SEEN is the step's rate.
+# search_step PID BEFORE [DEV]: wait (90 s at most) while tune PID runs for a
+# search step on cli's DEV (wg0; its IFB at ingress): tune first makes its
+# cake unlimited (the unshaped control), then each step sets a rate; BEFORE
+# is the rate (bytes/s) there was before tune. SEEN is the step's rate.
 search_step() {
-	local pid=$1 before=$2 i
+	local pid=$1 before=$2 dev=${3:-wg0} i
 	SEEN=
 	for i in $(seq 1 900); do
 		kill -0 "$pid" 2>/dev/null || return 1
-		SEEN=$(root_field cli wg0 .options.bandwidth)
+		SEEN=$(root_field cli "$dev" .options.bandwidth 2>/dev/null)
 		case "$SEEN" in
 		"$before" | unlimited | "(none)" | "") ;;
 		*) return 0 ;;
@@ -200,8 +202,39 @@ part_seed() {
 	figures
 }
 
+# signal_tune SIG: to the tune mid_tune runs (TUNE_PID)
+signal_tune() { kill -"$1" "$TUNE_PID"; }
+
+# mid_tune DIR DEV BEFORE ERE ACTION...: run cli's tune DIR in the background,
+# do ACTION (in this shell) a second into a search step on DEV (BEFORE: its
+# rate before tune), wait for tune; it must fail, its last line on stderr
+# matching ERE. LINES is how many lines it wrote there.
+mid_tune() {
+	local dir=$1 dev=$2 before=$3 re=$4 pid rc=0
+	shift 4
+	# Directly, not through a shell function: $! is then wgshape itself (ip
+	# netns exec execs it), not a subshell that ignores signals.
+	ip netns exec cli "$WGSHAPE" tune wg0 "$dir" server "$SRV_TUN4" >"$LAB_TMP/tune.out" 2>"$LAB_TMP/tune.err" &
+	pid=$!
+	TUNE_PID=$pid
+	if search_step "$pid" "$before" "$dev"; then
+		sleep 1
+		info "a search step at $SEEN bytes/s on cli $dev: $*"
+		"$@"
+	else
+		fail "no search step seen: $(cat "$LAB_TMP/tune.out" "$LAB_TMP/tune.err")"
+		kill -INT "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" || rc=$?
+	sed 's/^/     > /' "$LAB_TMP/tune.out"
+	sed 's/^/     ! /' "$LAB_TMP/tune.err"
+	if [ "$rc" != 0 ]; then pass "tune $dir exits $rc"; else fail "tune $dir exits 0"; fi
+	LINES=$(grep -c '' "$LAB_TMP/tune.err" || true)
+	expect_match "the last line on stderr of tune $dir" "$re" "$(tail -n 1 "$LAB_TMP/tune.err")"
+}
+
 part_errors() {
-	local before after pid rc i lines
+	local before n
 	lab_topology ipv4
 	lab_bottleneck "$LINE_RATE" "$LINE_DELAY" "$LINE_LIMIT"
 	serve_start srv
@@ -209,28 +242,26 @@ part_errors() {
 	step "interrupt mid-tune: SIGINT during a search step, over wgshape's own cake"
 	expect_wgshape_ok cli set wg0 egress 4mbit
 	before=$(shaping cli)
-	# Directly, not through a shell function: $! is then wgshape itself (ip
-	# netns exec execs it), not a subshell that ignores SIGINT.
-	ip netns exec cli "$WGSHAPE" tune wg0 egress server "$SRV_TUN4" >"$LAB_TMP/tune.out" 2>"$LAB_TMP/tune.err" &
-	pid=$!
-	if search_step "$pid" 500000; then
-		sleep 1
-		info "a search step at $SEEN bytes/s on cli wg0: SIGINT"
-		kill -INT "$pid"
-	else
-		fail "no search step seen: $(cat "$LAB_TMP/tune.out" "$LAB_TMP/tune.err")"
-		kill -INT "$pid" 2>/dev/null || true
-	fi
-	rc=0
-	wait "$pid" || rc=$?
-	after=$(shaping cli)
-	sed 's/^/     > /' "$LAB_TMP/tune.out"
-	sed 's/^/     ! /' "$LAB_TMP/tune.err"
-	if [ "$rc" != 0 ]; then pass "interrupted tune exits $rc"; else fail "interrupted tune exits 0"; fi
-	lines=$(grep -c '' "$LAB_TMP/tune.err" || true)
-	expect_eq "lines on stderr of the interrupted tune" 1 "$lines"
-	expect_match "stderr of the interrupted tune" 'interrupted' "$(cat "$LAB_TMP/tune.err")"
-	expect_same_snapshot "interrupted tune" "$before" "$after"
+	mid_tune egress wg0 500000 'interrupted \(Interrupt\); its shaping is as it was$' \
+		signal_tune INT
+	expect_eq "lines on stderr of the interrupted tune" 1 "$LINES"
+	expect_same_snapshot "interrupted tune" "$before" "$(shaping cli)"
+
+	step "SIGTERM mid-tune at ingress, from no shaping: the IFB tune made goes with it"
+	expect_wgshape_ok cli clear wg0
+	before=$(shaping cli)
+	mid_tune ingress ifb4wg0 '' 'interrupted \(Terminated\); its shaping is as it was$' \
+		signal_tune TERM
+	expect_eq "lines on stderr of the terminated tune" 1 "$LINES"
+	expect_same_snapshot "terminated tune" "$before" "$(shaping cli)"
+
+	step "the far end gone mid-tune (serve stopped during a search step)"
+	expect_wgshape_ok cli set wg0 egress 4mbit
+	before=$(shaping cli)
+	mid_tune egress wg0 500000 'far end is gone.*its shaping is as it was$' serve_stop
+	expect_eq "lines on stderr of the tune whose far end went" 1 "$LINES"
+	expect_same_snapshot "tune whose far end went" "$before" "$(shaping cli)"
+	serve_start srv
 
 	step "unreachable far end"
 	serve_stop
@@ -242,6 +273,31 @@ part_errors() {
 
 	step "a far end whose route does not go through the tunnel"
 	expect_wgshape_fails cli 'goes through' tune wg0 egress server "$SRV_V4"
+
+	step "the tunnel set down mid-tune: its qdiscs stay, tune puts them back"
+	expect_wgshape_ok cli set wg0 egress 4mbit ingress 6mbit
+	before=$(shaping cli)
+	mid_tune egress wg0 500000 'wg0 was set down while tune ran; its shaping is as it was$' \
+		ip -n cli link set wg0 down
+	expect_eq "lines on stderr of the tune whose tunnel went down" 1 "$LINES"
+	ip -n cli link set wg0 up
+	expect_same_snapshot "tune whose tunnel went down (up again)" "$before" "$(shaping cli)"
+
+	step "the tunnel deleted mid-tune at ingress, from no shaping: no IFB, no state left"
+	expect_wgshape_ok cli clear wg0
+	mid_tune ingress ifb4wg0 '' 'wg0 was deleted while tune ran; its shaping went with it$' \
+		ip -n cli link del wg0
+	if inns cli ip link show ifb4wg0 >/dev/null 2>&1; then
+		fail "ifb4wg0 is still there after its tunnel went"
+	else
+		pass "no ifb4wg0 after its tunnel went"
+	fi
+	expect_wgshape_ok cli show
+	if grep -q wg0 <<<"$WG_OUT"; then
+		fail "show still knows wg0 after it went"
+	else
+		pass "show knows nothing of wg0 after it went"
+	fi
 	serve_stop
 
 	step "serve without a WireGuard address"
