@@ -147,12 +147,22 @@ part_egress() {
 	expect_same_snapshot "tune without save over a hand-set cake" "$before" "$after"
 	FIGURES+=("egress -j run: $(jq -r '.[0] | "rate \(.rate / 1e6) Mbit/s vs unshaped goodput \(.unshaped.goodput / 1e6) Mbit/s, \(.steps | length) steps, \(.seconds | floor) s"' <<<"$json" 2>/dev/null); wall $TUNE_SECS s")
 
-	step "tune wg0 egress save, from no shaping"
+	step "tune wg0 egress save plot FILE, from no shaping"
 	inns cli tc qdisc del dev wg0 root
-	tune cli tune wg0 egress server "$SRV_TUN4" save
+	tune cli tune wg0 egress server "$SRV_TUN4" save plot "$LAB_TMP/tune.svg"
 	expect_tuned_text "tune egress save" egress
-	expect_match "tune egress save: saved" '^saved in ' "$WG_OUT"
+	expect_match "tune egress save: saved" '^saved in .*/90-tune\.conf' "$WG_OUT"
 	expect_cake cli wg0 bandwidth="$(($(rate_bits "$TUNED") / 8))"
+	# the chart: well-formed SVG, a dot per shaped step for the median added
+	# latency and one for the goodput, the tuned rate marked
+	n=$(grep -cE '^ +(search|confirm) ' <<<"$WG_OUT" || true)
+	expect_eq "plot: dots (2 per shaped step) in an SVG that parses" "$((2 * n))" \
+		"$(python3 -c 'import sys, xml.etree.ElementTree as E
+print(sum(1 for _ in E.parse(sys.argv[1]).getroot().iter("{http://www.w3.org/2000/svg}circle")))' \
+			"$LAB_TMP/tune.svg" 2>&1)"
+	expect_match "plot: the tuned rate marked" '>tuned [0-9.]+ Mbit/s<' "$(cat "$LAB_TMP/tune.svg")"
+	expect_wgshape_ok cli show wg0
+	expect_match "show: where the rate came from" 'set by: .*90-tune\.conf' "$WG_OUT"
 	FIGURES+=("egress text run: tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
 
 	step "iperf3 upload + ping with the tuned rate (applied by save)"
@@ -208,13 +218,15 @@ signal_tune() { kill -"$1" "$TUNE_PID"; }
 # mid_tune DIR DEV BEFORE ERE ACTION...: run cli's tune DIR in the background,
 # do ACTION (in this shell) a second into a search step on DEV (BEFORE: its
 # rate before tune), wait for tune; it must fail, its last line on stderr
-# matching ERE. LINES is how many lines it wrote there.
+# matching ERE. LINES is how many lines it wrote there. The far end is
+# TUNE_FAR (SRV_TUN4); TUNE_FAMILY, when set, is said to tune (ipv4|ipv6).
 mid_tune() {
 	local dir=$1 dev=$2 before=$3 re=$4 pid rc=0
 	shift 4
 	# Directly, not through a shell function: $! is then wgshape itself (ip
 	# netns exec execs it), not a subshell that ignores signals.
-	ip netns exec cli "$WGSHAPE" tune wg0 "$dir" server "$SRV_TUN4" >"$LAB_TMP/tune.out" 2>"$LAB_TMP/tune.err" &
+	ip netns exec cli "$WGSHAPE" tune wg0 "$dir" server "${TUNE_FAR:-$SRV_TUN4}" ${TUNE_FAMILY:-} \
+		>"$LAB_TMP/tune.out" 2>"$LAB_TMP/tune.err" &
 	pid=$!
 	TUNE_PID=$pid
 	if search_step "$pid" "$before" "$dev"; then
@@ -247,13 +259,18 @@ part_errors() {
 	expect_eq "lines on stderr of the interrupted tune" 1 "$LINES"
 	expect_same_snapshot "interrupted tune" "$before" "$(shaping cli)"
 
-	step "SIGTERM mid-tune at ingress, from no shaping: the IFB tune made goes with it"
+	step "SIGTERM mid-tune at ingress over IPv6 (forced), from no shaping: the IFB tune made goes"
 	expect_wgshape_ok cli clear wg0
 	before=$(shaping cli)
-	mid_tune ingress ifb4wg0 '' 'interrupted \(Terminated\); its shaping is as it was$' \
-		signal_tune TERM
+	TUNE_FAR="[$SRV_TUN6]" TUNE_FAMILY=ipv6 mid_tune ingress ifb4wg0 '' \
+		'interrupted \(Terminated\); its shaping is as it was$' signal_tune TERM
 	expect_eq "lines on stderr of the terminated tune" 1 "$LINES"
 	expect_same_snapshot "terminated tune" "$before" "$(shaping cli)"
+	expect_match "IPv6 tune: the path proved" "$SRV_TUN6.* is reached through wg0" \
+		"$(cat "$LAB_TMP/tune.out")"
+	expect_match "IPv6 tune: the unshaped control measured" '^ +unshaped +' "$(cat "$LAB_TMP/tune.out")"
+	expect_wgshape_fails cli 'no IPv4 address' tune wg0 egress server "[$SRV_TUN6]"
+	expect_wgshape_fails cli 'no IPv6 address' tune wg0 egress server "$SRV_TUN4" ipv6
 
 	step "the far end gone mid-tune (serve stopped during a search step)"
 	expect_wgshape_ok cli set wg0 egress 4mbit
