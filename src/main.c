@@ -2,11 +2,19 @@
 /*
  * wgshape: cake on WireGuard interfaces. The table below dispatches the
  * subcommands and prints the usage.
+ *
+ * This file makes two programs. wgshape-measure (built with WGSHAPE_MEASURE)
+ * has every command; wgshape runs it, in its own place, for tune and serve.
+ * Those two bring libcurl, libmicrohttpd and their TLS stacks, which the
+ * dispatcher hook (run on every network change), set and the daemon have no
+ * use for and should not pay for at each start.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <glib.h>
 
 #include "build-config.h"
@@ -16,6 +24,39 @@
 #include "state.h"
 
 static int help_main(int argc, char **argv, const struct cli *cli);
+
+#ifdef WGSHAPE_MEASURE
+#define MEASURE(fn) fn
+#define MEASURE_TEXT(text) text
+#else
+#define MEASURE(fn) exec_measure
+#define MEASURE_TEXT(text) NULL
+static char **argv_as_given;
+
+/*
+ * The command line as given, to wgshape-measure: beside this program in a
+ * build tree, else where it is installed. exec keeps the PID: signals, a
+ * tune's hold and systemd's notify socket are the same process's.
+ */
+static int exec_measure(int argc, char **argv, const struct cli *cli)
+{
+	g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+	g_autofree char *near = NULL;
+	const char *path = WGSHAPE_LIBEXECDIR "/wgshape-measure";
+
+	if (self) {
+		g_autofree char *dir = g_path_get_dirname(self);
+
+		near = g_build_filename(dir, "wgshape-measure", NULL);
+		if (access(near, X_OK) == 0)
+			path = near;
+	}
+	argv_as_given[0] = (char *)path;
+	execv(path, argv_as_given);
+	log_err("%s: cannot run %s: %s", argv[0], path, g_strerror(errno));
+	return EXIT_FAIL;
+}
+#endif
 
 static const struct {
 	const char *name;
@@ -29,8 +70,8 @@ static const struct {
 	{ "check-config", check_config_main, "validate the configuration and print it" },
 	{ "daemon", daemon_main, "keep interfaces shaped as configured (systemd service)" },
 	{ "dispatch", dispatch_main, "NetworkManager dispatcher hook: follow the network" },
-	{ "tune", tune_main, "find the highest rate that keeps latency at the idle level" },
-	{ "serve", serve_main, "the far end of tune: load and echo for tunnel peers" },
+	{ "tune", MEASURE(tune_main), "find the highest rate that keeps latency at the idle level" },
+	{ "serve", MEASURE(serve_main), "the far end of tune: load and echo for tunnel peers" },
 	{ "help", help_main, "show this help, or a command's" },
 };
 
@@ -62,8 +103,8 @@ static int help_main(int argc, char **argv, const struct cli *cli)
 		{ "clear", clear_usage }, { "apply", apply_usage },
 		{ "check-config", check_config_usage }, { "daemon", daemon_usage },
 		{ "dispatch", dispatch_usage },
-		{ "tune", tune_usage },
-		{ "serve", serve_usage },
+		{ "tune", MEASURE_TEXT(tune_usage) },
+		{ "serve", MEASURE_TEXT(serve_usage) },
 	};
 
 	if (argc < 2 || cli_wants_help(argc, argv)) {
@@ -72,6 +113,10 @@ static int help_main(int argc, char **argv, const struct cli *cli)
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(texts); i++)
 		if (!strcmp(argv[1], texts[i].name)) {
+#ifndef WGSHAPE_MEASURE
+			if (!texts[i].text)
+				return exec_measure(argc, argv, cli);
+#endif
 			fputs(texts[i].text, stdout);
 			return EXIT_OK;
 		}
@@ -94,6 +139,9 @@ int main(int argc, char **argv)
 	const char *env;
 	int c;
 
+#ifndef WGSHAPE_MEASURE
+	argv_as_given = g_memdup2(argv, ((gsize)argc + 1) * sizeof(*argv));
+#endif
 	opterr = 0; /* one line of our own instead */
 	/* Stop at the command: its own words (and -h) are its business. */
 	while ((c = getopt_long(argc, argv, "+jvhVc:", opts, NULL)) != -1) {

@@ -227,6 +227,24 @@ static char *proc_comm(pid_t pid)
 	return comm;
 }
 
+/*
+ * Whether two command names are the same program: wgshape runs tune in
+ * wgshape-measure (src/main.c), which the daemon, a wgshape, must know.
+ */
+static bool same_program(const char *a, const char *b)
+{
+	static const char *const ours[] = { "wgshape", "wgshape-measure" };
+	bool a_ours = false, b_ours = false;
+
+	if (!strcmp(a, b))
+		return true;
+	for (size_t i = 0; i < G_N_ELEMENTS(ours); i++) {
+		a_ours |= !strcmp(a, ours[i]);
+		b_ours |= !strcmp(b, ours[i]);
+	}
+	return a_ours && b_ours;
+}
+
 /* The PID in a hold file, if that process lives and is a wgshape like us. */
 static pid_t live_holder(const char *path)
 {
@@ -245,7 +263,7 @@ static pid_t live_holder(const char *path)
 	/* A PID used again by another program is no hold. */
 	theirs = proc_comm((pid_t)pid);
 	ours = proc_comm(getpid());
-	if (!theirs || !ours || strcmp(theirs, ours) != 0)
+	if (!theirs || !ours || !same_program(theirs, ours))
 		return 0;
 	return (pid_t)pid;
 }

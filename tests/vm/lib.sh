@@ -85,6 +85,9 @@ need_tools() {
 need_wgshape() {
 	[ -n "${WGSHAPE:-}" ] || die "WGSHAPE is not set (meson sets it; or WGSHAPE=build/wgshape)"
 	[ -x "$WGSHAPE" ] || die "WGSHAPE=$WGSHAPE is not executable"
+	# tune and serve run in wgshape-measure, which a build keeps beside it
+	[ -x "$(dirname "$WGSHAPE")/wgshape-measure" ] ||
+		die "no wgshape-measure beside $WGSHAPE (ninja builds both)"
 }
 
 # Parts of these scenarios change kernel-wide settings (the module autoload
