@@ -286,7 +286,8 @@ static int set_rate(struct tune_run *t, uint64_t rate)
 enum link_fate {
 	LINK_SAME,
 	LINK_DOWN, /* set down: its qdiscs stay, and can be put back */
-	LINK_GONE, /* deleted (wg-quick down), or deleted and made again */
+	LINK_REMADE, /* deleted and made again: a new interface, not ours to touch */
+	LINK_GONE, /* deleted (wg-quick down) */
 };
 
 static enum link_fate link_fate(struct tune_run *t, int ifindex)
@@ -294,8 +295,10 @@ static enum link_fate link_fate(struct tune_run *t, int ifindex)
 	struct link_info now;
 	int r = netlink_link_get(t->nl, t->ifname, &now);
 
-	if (r == -ENODEV || (r == 0 && now.ifindex != ifindex))
+	if (r == -ENODEV)
 		return LINK_GONE;
+	if (r == 0 && now.ifindex != ifindex)
+		return LINK_REMADE;
 	if (r == 0 && !now.up)
 		return LINK_DOWN;
 	return LINK_SAME;
@@ -309,10 +312,7 @@ static enum link_fate link_fate(struct tune_run *t, int ifindex)
  */
 static void forget_gone(struct tune_run *t)
 {
-	struct link_info now;
-
-	if (t->before_read && !t->before.had_state &&
-	    netlink_link_get(t->nl, t->ifname, &now) == -ENODEV)
+	if (t->before_read && !t->before.had_state)
 		shape_clear(t->nl, t->cli->statedir, t->ifname);
 }
 
@@ -1033,15 +1033,16 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 		 */
 		if (fate == LINK_GONE)
 			forget_gone(t);
-		else if (t->before_read && restore(t) < 0)
+		else if (fate != LINK_REMADE && t->before_read && restore(t) < 0)
 			log_err("%s: tune: could not put %s shaping back as it was", argv[1],
 				dirname_of(t));
 		if (r < 0) {
 			if (!t->failure[0])
 				snprintf(t->failure, sizeof(t->failure), "%s", strerror(-r));
 			log_err("%s: tune %s: %s; %s", argv[1], dirname_of(t), t->failure,
-				fate == LINK_GONE ? "its shaping went with it"
-						  : "its shaping is as it was");
+				fate == LINK_GONE || fate == LINK_REMADE
+					? "its shaping went with it"
+					: "its shaping is as it was");
 			status = EXIT_FAIL;
 		} else {
 			if (!cli->json)
