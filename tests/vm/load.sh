@@ -110,17 +110,44 @@ under_load() {
 	info "iperf3 -P 4 $*: $(mbit "$LOAD_GOODPUT"), added latency p50 $LOAD_P50 ms, p95 $LOAD_P95 ms ($LOAD_LOST of $((secs * 5)) pings lost)"
 }
 
-# need_capacity LINE_RATE [FACTOR]: WireGuard unshaped (4 TCP streams, cli
-# to srv, before the bottleneck is set) must move at least FACTOR (3) times
-# the line, or the emulated CPU, not the line, is measured. Skips otherwise.
+# need_capacity LINE_RATE [FACTOR]: WireGuard unshaped must move at least
+# FACTOR (3) times the line, or the emulated CPU, not the line, is measured.
+# For benchmarks, whose lines are fixed; skips otherwise.
 need_capacity() {
-	local cap try factor=${2:-3} need
+	local cap factor=${2:-3} need
 	need=$((factor * $(rate_bytes "$1") * 8))
-	# a busy host only ever slows the VM down: up to 3 tries
-	for try in 1 2 3; do
-		cap=$(iperf_rate cli "$SRV_TUN4" 4 -P 4)
-		info "unshaped WireGuard here, no bottleneck: $(mbit "$cap") (4 TCP streams, try $try)"
-		[ "$cap" -lt "$need" ] || return 0
-	done
+	cap=$(lab_capacity 3 "$need")
+	[ "$cap" -lt "$need" ] ||
+		return 0
 	skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, this needs $factor x $1"
+}
+
+# The tune scenarios' line: at most LINE_MAX_KBIT, a third of what the VM
+# moves unshaped (so the line, not the emulated CPU, sets the pace), at least
+# LINE_FLOOR_KBIT (under it cake's own packet times start to count against
+# the 15 ms goal). The buffer holds 1.2 s of the line whatever its rate (100
+# packets per Mbit/s, 1000 at 10 Mbit/s), so each line is as bloated in time.
+LINE_MAX_KBIT=10000 LINE_FLOOR_KBIT=4000
+
+# line_for_capacity CAP: "RATE LIMIT" (tc's spelling, packets) for a VM that
+# moves CAP bit/s; nothing and status 1 when CAP cannot carry even the floor
+# (under 1.5 times it: the lab itself cannot run).
+line_for_capacity() {
+	local kbit=$(($1 / 3000 / 100 * 100))
+	[ "$1" -ge $((LINE_FLOOR_KBIT * 1500)) ] || return 1
+	[ "$kbit" -le "$LINE_MAX_KBIT" ] || kbit=$LINE_MAX_KBIT
+	[ "$kbit" -ge "$LINE_FLOOR_KBIT" ] || kbit=$LINE_FLOOR_KBIT
+	echo "${kbit}kbit $((kbit / 10))"
+}
+
+# scale_line: measure the VM (lab_capacity, up to 3 tries) and set LINE_RATE
+# and LINE_LIMIT from it; says which line it chose. Skips only when the VM
+# cannot carry even the floor.
+scale_line() {
+	local cap line
+	cap=$(lab_capacity 3 $((3 * LINE_MAX_KBIT * 1000)))
+	line=$(line_for_capacity "$cap") ||
+		skip "the lab cannot run here: WireGuard moves only $(mbit "$cap") unshaped, under 1.5 x the ${LINE_FLOOR_KBIT}kbit floor"
+	read -r LINE_RATE LINE_LIMIT <<<"$line"
+	info "line: $LINE_RATE, $LINE_DELAY each way, $LINE_LIMIT packets of buffer (the VM moves $(mbit "$cap") unshaped)"
 }
