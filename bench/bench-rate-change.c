@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "netlink.h"
+#include "netlink/kernel.h"
 
 static double now_us(void)
 {

@@ -24,7 +24,7 @@
 #include <netlink/attr.h>
 #include <netlink/msg.h>
 
-#include "cake.h"
+#include "shape/cake.h"
 #include "netlink/cake-attr.h"
 
 typedef struct nl_msg NlMsg;

@@ -15,7 +15,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-#include "config.h"
+#include "config/config.h"
 
 struct file {
 	const char *name; /* below the folder: "wgshape.conf", "conf.d/10-a.conf" */

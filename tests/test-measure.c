@@ -24,8 +24,8 @@
 #include <sys/wait.h>
 #include <glib.h>
 
-#include "cpu.h"
-#include "measure.h"
+#include "measure/cpu.h"
+#include "measure/measure.h"
 
 /* ---- cpu --------------------------------------------------------------- */
 

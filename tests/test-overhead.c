@@ -3,7 +3,7 @@
 #include <string.h>
 #include <glib.h>
 
-#include "overhead.h"
+#include "shape/overhead.h"
 
 static const struct {
 	const char *name;

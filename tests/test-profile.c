@@ -3,7 +3,7 @@
 #include <string.h>
 #include <glib.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 static char *home5[] = { "Home Wi-Fi 5G", NULL };
 static char *home24[] = { "Home Wi-Fi 2.4G", NULL };

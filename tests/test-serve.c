@@ -17,7 +17,7 @@
 #include <glib.h>
 
 #include "build-config.h"
-#include "serve.h"
+#include "serve/serve.h"
 
 /* ---- pure parts -------------------------------------------------------- */
 

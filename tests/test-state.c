@@ -7,7 +7,8 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
-#include "state.h"
+#include "shape/state.h"
+#include "util/ifname.h"
 
 static void test_ifname(void)
 {

@@ -25,7 +25,7 @@
 
 #include <glib.h>
 
-#include "tune.h"
+#include "tune/tune.h"
 
 #define check(cond, ...)                                  \
 	do {                                              \

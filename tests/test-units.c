@@ -13,7 +13,7 @@
 
 #include <glib.h>
 
-#include "units.h"
+#include "shape/units.h"
 
 #define check(cond, ...)						\
 	do {								\

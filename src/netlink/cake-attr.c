@@ -21,7 +21,7 @@
 #include <netlink/attr.h>
 #include <netlink/msg.h>
 
-#include "netlink/cake-attr.h"
+#include "cake-attr.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -10,7 +10,7 @@
 #include <netlink/msg.h>
 #include <netlink/attr.h>
 
-#include "cake.h"
+#include "netlink/cake.h"
 
 /* Append TCA_OPTIONS (nested) with exactly the options set in o. 0 or -errno. */
 int cake_attr_put(struct nl_msg *msg, const struct cake_opts *o);

@@ -11,7 +11,7 @@
 #include <netlink/msg.h>
 #include <netlink/attr.h>
 
-#include "netlink.h"
+#include "netlink/kernel.h"
 
 struct netlink {
 	struct nl_sock *rt; /* NETLINK_ROUTE */

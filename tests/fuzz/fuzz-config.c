@@ -11,8 +11,8 @@
 #include <string.h>
 #include <glib.h>
 
-#include "cli.h"
-#include "config.h"
+#include "cli/cli.h"
+#include "config/config.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -68,7 +68,7 @@ static void check(const struct config *cfg)
 			require(config_match(cfg, c->name) != NULL);
 		/* as finish_sections does; a clash of keys is allowed, a crash not */
 		err[0] = '\0';
-		if (set_args_parse((int)c->words->len, (char **)c->words->pdata, &req, err,
+		if (shape_words_parse((int)c->words->len, (char **)c->words->pdata, &req, err,
 				   sizeof(err)) < 0)
 			require(err[0] != '\0');
 	}

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "units.h"
+#include "shape/units.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

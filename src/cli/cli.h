@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The subcommands. Each has one <cmd>_main() that returns the process's exit
+ * code: 0 success, 1 runtime failure, 2 usage error.
+ */
+#ifndef WGSHAPE_CLI_H
+#define WGSHAPE_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shape/shape.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct cli {
+	bool json;
+	int verbose;
+	const char *statedir;
+	const char *config_path; /* -c; NULL: the default, which may be missing */
+};
+
+int set_main(int argc, char **argv, const struct cli *cli);
+int show_main(int argc, char **argv, const struct cli *cli);
+int clear_main(int argc, char **argv, const struct cli *cli);
+int apply_main(int argc, char **argv, const struct cli *cli);
+int check_config_main(int argc, char **argv, const struct cli *cli);
+int daemon_main(int argc, char **argv, const struct cli *cli);
+int dispatch_main(int argc, char **argv, const struct cli *cli);
+int serve_main(int argc, char **argv, const struct cli *cli);
+int tune_main(int argc, char **argv, const struct cli *cli);
+
+
+extern const char set_usage[], show_usage[], clear_usage[], apply_usage[], check_config_usage[],
+	daemon_usage[], dispatch_usage[];
+extern const char serve_usage[], tune_usage[];
+
+/* tune's words (cmd-tune.c), parsed without I/O. */
+struct tune_args {
+	bool egress, ingress; /* directions to tune (egress alone by default) */
+	const char *server; /* HOST[:PORT] running wgshape serve */
+	const char *download_url, *upload_url, *ping_host; /* or any HTTP server and ICMP */
+	uint32_t target_us; /* 0: the defaults (5 ms median, 15 ms p95) */
+	unsigned int streams;
+	int family; /* AF_INET (default) or AF_INET6 */
+	bool save;
+	const char *plot;
+};
+
+int tune_args_parse(int argc, char **argv, struct tune_args *out, char *err, size_t errlen);
+/* HOST[:PORT], [V6]:PORT or a bare V6 address; *host is g_malloc'd. -EINVAL if malformed. */
+int tune_split_server(const char *s, char **host, uint16_t *port);
+
+/* Say why name is no interface name, on one line. */
+bool ifname_ok_or_say(const char *name);
+
+/*
+ * May this process change the network (CAP_NET_ADMIN)? If not, say so on one
+ * line and return false: asked before anything is read, so that an
+ * unprivileged `clear` fails instead of finding nothing to do.
+ */
+bool cli_can_net_admin(const char *ifname);
+
+/* netlink_open(), saying why on one line when it fails. */
+int cli_netlink_open(struct netlink **nl);
+
+/* "help" or "-h"/"--help" among argv: print usage and say so. */
+bool cli_wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * wgshape: cake on WireGuard interfaces. The table below dispatches the
+ * subcommands and prints the usage.
+ *
+ * This file makes two programs. wgshape-measure (built with WGSHAPE_MEASURE)
+ * has every command; wgshape runs it, in its own place, for tune and serve.
+ * Those two bring libcurl, libmicrohttpd and their TLS stacks, which the
+ * dispatcher hook (run on every network change), set and the daemon have no
+ * use for and should not pay for at each start.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <glib.h>
+
+#include "build-config.h"
+#include "cli/cli.h"
+#include "config/config.h"
+#include "util/log.h"
+#include "shape/state.h"
+
+static int help_main(int argc, char **argv, const struct cli *cli);
+
+#ifdef WGSHAPE_MEASURE
+#define MEASURE(fn) fn
+#define MEASURE_TEXT(text) text
+#else
+#define MEASURE(fn) exec_measure
+#define MEASURE_TEXT(text) NULL
+static char **argv_as_given;
+
+/*
+ * The command line as given, to wgshape-measure: beside this program in a
+ * build tree, else where it is installed. exec keeps the PID: signals, a
+ * tune's hold and systemd's notify socket are the same process's.
+ */
+static int exec_measure(int argc, char **argv, const struct cli *cli)
+{
+	g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+	g_autofree char *near = NULL;
+	const char *path = WGSHAPE_LIBEXECDIR "/wgshape-measure";
+
+	if (self) {
+		g_autofree char *dir = g_path_get_dirname(self);
+
+		near = g_build_filename(dir, "wgshape-measure", NULL);
+		if (access(near, X_OK) == 0)
+			path = near;
+	}
+	argv_as_given[0] = (char *)path;
+	execv(path, argv_as_given);
+	log_err("%s: cannot run %s: %s", argv[0], path, g_strerror(errno));
+	return EXIT_FAIL;
+}
+#endif
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv, const struct cli *cli);
+	const char *summary;
+} commands[] = {
+	{ "set", set_main, "attach or change cake on an interface (egress, ingress via IFB)" },
+	{ "show", show_main, "show shaping as the kernel reports it, with cake's statistics" },
+	{ "clear", clear_main, "remove shaping and put back what was there before" },
+	{ "apply", apply_main, "apply the configuration once (idempotent)" },
+	{ "check-config", check_config_main, "validate the configuration and print it" },
+	{ "daemon", daemon_main, "keep interfaces shaped as configured (systemd service)" },
+	{ "dispatch", dispatch_main, "NetworkManager dispatcher hook: follow the network" },
+	{ "tune", MEASURE(tune_main), "find the highest rate that keeps latency at the idle level" },
+	{ "serve", MEASURE(serve_main), "the far end of tune: load and echo for tunnel peers" },
+	{ "help", help_main, "show this help, or a command's" },
+};
+
+static void usage(FILE *f)
+{
+	fputs("Usage: wgshape [-j|--json] [-v] [-c FILE] COMMAND [ARGS...]\n"
+	      "Shape WireGuard tunnels with cake, accounting for the tunnel's overhead.\n\n"
+	      "Commands:\n",
+	      f);
+	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+		fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nOptions:\n"
+	      "  -j, --json     JSON output (base units: bit/s, bytes, microseconds)\n"
+	      "  -v, --verbose  say more\n"
+	      "  -c, --config FILE  configuration (default " CONFIG_DEFAULT_PATH ")\n"
+	      "  -h, --help     this help; 'wgshape COMMAND --help' for a command's\n"
+	      "  -V, --version  print the version\n"
+	      "\nEnvironment: WGSHAPE_STATE_DIR (default " WGSHAPE_RUNDIR ")\n",
+	      f);
+}
+
+static int help_main(int argc, char **argv, const struct cli *cli)
+{
+	static const struct {
+		const char *name;
+		const char *text;
+	} texts[] = {
+		{ "set", set_usage },	  { "show", show_usage },
+		{ "clear", clear_usage }, { "apply", apply_usage },
+		{ "check-config", check_config_usage }, { "daemon", daemon_usage },
+		{ "dispatch", dispatch_usage },
+		{ "tune", MEASURE_TEXT(tune_usage) },
+		{ "serve", MEASURE_TEXT(serve_usage) },
+	};
+
+	if (argc < 2 || cli_wants_help(argc, argv)) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(texts); i++)
+		if (!strcmp(argv[1], texts[i].name)) {
+#ifndef WGSHAPE_MEASURE
+			if (!texts[i].text)
+				return exec_measure(argc, argv, cli);
+#endif
+			fputs(texts[i].text, stdout);
+			return EXIT_OK;
+		}
+	log_err("help: no command '%s' (see wgshape help)", argv[1]);
+	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "config", required_argument, NULL, 'c' },
+		{ 0 },
+	};
+	struct cli cli = { 0 };
+	g_autofree char *statedir = NULL;
+	const char *env;
+	int c;
+
+#ifndef WGSHAPE_MEASURE
+	argv_as_given = g_memdup2(argv, ((gsize)argc + 1) * sizeof(*argv));
+#endif
+	opterr = 0; /* one line of our own instead */
+	/* Stop at the command: its own words (and -h) are its business. */
+	while ((c = getopt_long(argc, argv, "+jvhVc:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			cli.json = true;
+			break;
+		case 'v':
+			cli.verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			puts("wgshape " WGSHAPE_VERSION);
+			return EXIT_OK;
+		case 'c':
+			cli.config_path = optarg;
+			break;
+		default:
+			log_err("'%s': unknown option or missing value (see wgshape --help)",
+				argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (cli.verbose)
+		log_set_level(LOG_LVL_DEBUG);
+	env = getenv("WGSHAPE_STATE_DIR");
+	statedir = state_dir_for_netns(env && *env ? env : WGSHAPE_RUNDIR);
+	cli.statedir = statedir;
+	if (optind >= argc) {
+		log_err("missing COMMAND (see wgshape --help)");
+		return EXIT_USAGE;
+	}
+	/* -j after the command too: `wgshape show -j` is what people type. */
+	argc -= optind;
+	argv += optind;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-j") != 0 && strcmp(argv[i], "--json") != 0)
+			continue;
+		cli.json = true;
+		memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(*argv));
+		argc--;
+		i--;
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+		if (!strcmp(argv[0], commands[i].name))
+			return commands[i].fn(argc, argv, &cli);
+	log_err("'%s' is not a command (see wgshape help)", argv[0]);
+	return EXIT_USAGE;
+}

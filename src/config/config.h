@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * /etc/wgshape/wgshape.conf and conf.d/NAME.conf: which interfaces to shape and
+ * how. INI read with GLib's GKeyFile; values go through the very parser the
+ * command line uses (shape_words_parse), so both accept the same words.
+ *
+ * A bad value or an unknown key is a warning with file:line and that one
+ * assignment is skipped; the rest of the file still applies.
+ */
+#ifndef WGSHAPE_CONFIG_H
+#define WGSHAPE_CONFIG_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <glib.h>
+
+#include "profile/profile.h"
+#include "shape/shape.h"
+
+#define CONFIG_DEFAULT_PATH "/etc/wgshape/wgshape.conf"
+
+/* An [interface NAME] section, or a [network NAME] profile. */
+struct conf_iface {
+	char *name; /* exact interface name or a glob (wg*); a network profile's name */
+	bool glob;
+	char *where; /* "file:line" of the section, for messages */
+	GPtrArray *words; /* the section as set's words, in order (later win) */
+	struct shape_request req; /* parsed from words */
+	int enforce; /* -1: the daemon's default */
+	/* [network NAME] only: */
+	bool network;
+	struct net_match match; /* connection-id, connection-uuid, ssid, connection-type */
+	char **ifaces; /* interface = the tunnels it shapes (globs), NULL-terminated */
+};
+
+struct config {
+	GPtrArray *ifaces; /* struct conf_iface *, in the order first seen */
+	GPtrArray *networks; /* struct conf_iface *, [network NAME] profiles in file order */
+	bool enforce; /* [daemon] enforce, default yes */
+	bool clear_on_exit; /* [daemon] clear-on-exit, default no */
+	GPtrArray *warnings; /* char *, "file:line: ..." */
+	GPtrArray *files; /* char *, the files read */
+};
+
+struct config *config_new(void);
+void config_free(struct config *cfg);
+typedef struct config config_t;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(config_t, config_free)
+
+/*
+ * Parse one file's text into cfg (merging sections of the same name).
+ * Problems become warnings in cfg; returns -EBADMSG only when the text is
+ * not INI at all (then the file is skipped as a whole, with a warning).
+ */
+int config_parse_data(struct config *cfg, const char *file, const char *data, size_t len);
+
+/*
+ * Read path and then every *.conf in the conf.d folder beside it, in name
+ * order. Refuses (-EPERM, with *why set) a file or folder that anyone but
+ * root can write. A missing path is -ENOENT unless must_exist is false.
+ */
+int config_load(const char *path, bool must_exist, struct config **out, char **why);
+
+/*
+ * Do mode and group leave a file writable only by its owner and root? (The
+ * loader also refuses an owner other than root or the caller.)
+ */
+/*
+ * config_load for a command: path, or the default (which may be missing: an
+ * empty configuration); every warning logged. NULL (logged) when unusable.
+ */
+struct config *config_load_logged(const char *path);
+
+bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode);
+
+/* The section for ifname: an exact name beats a glob; then the first glob. */
+const struct conf_iface *config_match(const struct config *cfg, const char *ifname);
+
+/* Does any [interface] section or [network] profile name ifname? */
+bool config_mentions(const struct config *cfg, const char *ifname);
+
+/* The [network] profiles whose interface = names ifname, in file order (appended to out). */
+void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out);
+
+#endif

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <glib.h>
+
+#include "util/log.h"
+#include "config/reconcile.h"
+#include "shape/shape.h"
+#include "shape/state.h"
+
+bool reconcile_skips(const struct link_info *link)
+{
+	return !strcmp(link->kind, "ifb") && !strncmp(link->name, "ifb4", 4);
+}
+
+/* Shape ifname as section c says; the section is all that is wanted. */
+static int apply_section(const struct reconciler *rc, const char *ifname,
+			 const struct conf_iface *c, const char *source)
+{
+	struct shape_request req = c->req;
+
+	if (req.egress == DIR_KEEP && req.ingress == DIR_KEEP)
+		return 0; /* a section with neither direction: nothing to do */
+	/* What the section leaves out is off, or the kernel's default. */
+	if (req.egress == DIR_KEEP)
+		req.egress = DIR_OFF;
+	if (req.ingress == DIR_KEEP)
+		req.ingress = DIR_OFF;
+	cake_opts_fill_defaults(&req.opts);
+	req.source = source;
+	return shape_set(rc->nl, rc->statedir, ifname, &req);
+}
+
+/* Clear ifname if its shaping came from prefix (the configuration, a profile). */
+static int clear_if_from(const struct reconciler *rc, const char *ifname, const char *prefix,
+			 const char *why)
+{
+	struct shape_state st = { 0 };
+	bool ours;
+
+	if (state_load(rc->statedir, ifname, &st) < 0)
+		return 0;
+	ours = !strncmp(st.source, prefix, strlen(prefix));
+	shape_state_clear(&st);
+	if (!ours)
+		return 0; /* set by hand, or by the other kind of section: not ours to undo */
+	log_info("%s: %s: removing its shaping", ifname, why);
+	return shape_clear(rc->nl, rc->statedir, ifname);
+}
+
+/* A tunnel named by [network] profiles: the active networks decide. */
+static int reconcile_network(const struct reconciler *rc, const char *ifname, GPtrArray *profs)
+{
+	g_autofree struct net_match *m = g_new0(struct net_match, profs->len);
+	const struct conf_iface *c;
+	char why[192], source[256];
+	int idx;
+
+	if (rc->nets_unknown) {
+		/* Keep what is there until NetworkManager says where we are. */
+		log_debug("%s: networks unknown or changing: profiles wait", ifname);
+		return 0;
+	}
+	for (guint i = 0; i < profs->len; i++)
+		m[i] = ((const struct conf_iface *)profs->pdata[i])->match;
+	idx = profile_choose(m, profs->len, rc->nets, rc->n_nets, ifname, why, sizeof(why));
+	if (idx < 0)
+		return clear_if_from(rc, ifname, SOURCE_NETWORK, why);
+	c = profs->pdata[idx];
+	snprintf(source, sizeof(source), SOURCE_NETWORK " '%s' (%s), %s", c->name, c->where, why);
+	return apply_section(rc, ifname, c, source);
+}
+
+int reconcile_iface(const struct reconciler *rc, const char *ifname)
+{
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+	const struct conf_iface *c;
+	char source[256];
+	pid_t holder;
+
+	if (rc->only && strcmp(rc->only, ifname) != 0)
+		return 0;
+	holder = state_holder(rc->statedir, ifname);
+	if (holder > 0 && holder != getpid()) {
+		log_info("%s: wgshape tune (pid %d) is measuring it: its shaping is left as it is",
+			 ifname, (int)holder);
+		return 0;
+	}
+	/* Profiles that name a tunnel decide for it alone. */
+	config_networks_for(rc->cfg, ifname, profs);
+	if (profs->len)
+		return reconcile_network(rc, ifname, profs);
+	c = config_match(rc->cfg, ifname);
+	if (c) {
+		snprintf(source, sizeof(source), SOURCE_CONFIG " %s", c->where);
+		return apply_section(rc, ifname, c, source);
+	}
+	return clear_if_from(rc, ifname, SOURCE_CONFIG, "no section matches it any more");
+}
+
+int reconcile_all(const struct reconciler *rc)
+{
+	struct link_info *links = NULL;
+	size_t n = 0;
+	int failed = 0, r;
+
+	r = netlink_link_list(rc->nl, &links, &n);
+	if (r < 0) {
+		log_err("list interfaces: %s", strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (reconcile_skips(&links[i]))
+			continue;
+		if (reconcile_iface(rc, links[i].name) < 0)
+			failed++;
+	}
+	free(links);
+	return failed;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Bring interfaces in line with the configuration: what `apply` does once
+ * and the daemon does whenever something changes. Idempotent: an interface
+ * already as configured is left untouched.
+ */
+#ifndef WGSHAPE_RECONCILE_H
+#define WGSHAPE_RECONCILE_H
+
+#include "config/config.h"
+#include "netlink/kernel.h"
+
+struct reconciler {
+	struct netlink *nl;
+	const char *statedir;
+	const struct config *cfg;
+	const char *only; /* one interface, or NULL for all */
+	/* NetworkManager's active connections, for [network] profiles */
+	const struct active_net *nets;
+	size_t n_nets;
+	/* NetworkManager away, or a connection half-way up or down: profiles wait */
+	bool nets_unknown;
+};
+
+#define SOURCE_CONFIG "config"
+#define SOURCE_NETWORK "network"
+
+/* Is this a link wgshape itself made (an IFB), never to be configured? */
+bool reconcile_skips(const struct link_info *link);
+
+/*
+ * Shape ifname as its section says; if no section matches but its shaping
+ * came from the configuration, clear it. An interface another process holds
+ * (state_hold(): `tune` measuring it) is left as it is. 0, or -errno (already
+ * logged).
+ */
+int reconcile_iface(const struct reconciler *rc, const char *ifname);
+
+/* Every link there is. Returns how many failed (each logged), or -errno. */
+int reconcile_all(const struct reconciler *rc);
+
+#endif

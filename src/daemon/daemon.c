@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The daemon: one GLib main loop; link and tc notifications from
+ * the kernel and signals are its only inputs. Changes are coalesced per
+ * interface and reconciled when the loop is idle; nothing polls.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <glib.h>
+#include <glib-unix.h>
+#include <linux/pkt_sched.h>
+
+#include "daemon/daemon.h"
+#include "config/config.h"
+#include "util/log.h"
+#include "nm/nm.h"
+#include "config/reconcile.h"
+#include "shape/state.h"
+#include "util/notify.h"
+
+struct daemon {
+	const struct daemon_opts *opts;
+	const char *only;
+	GMainLoop *loop;
+	struct netlink *nl;
+	struct netlink_events *ev;
+	struct config *cfg;
+	struct nm_watch *nm;
+	GHashTable *names; /* ifindex -> ifname of every link we have seen */
+	GHashTable *pending; /* ifname -> appearance time (µs, 0 if not new) */
+	GHashTable *holds; /* ifname -> struct hold_watch: a tune measuring it */
+	bool resync;
+	guint idle;
+};
+
+static struct reconciler reconciler(struct daemon *d)
+{
+	return (struct reconciler){
+		.nl = d->nl,
+		.statedir = d->opts->statedir,
+		.cfg = d->cfg,
+		.only = d->only,
+	};
+}
+
+static bool enforced(struct daemon *d, const char *ifname)
+{
+	const struct conf_iface *c = config_match(d->cfg, ifname);
+
+	if (!c)
+		return config_mentions(d->cfg, ifname) && d->cfg->enforce;
+	return c->enforce < 0 ? d->cfg->enforce : c->enforce;
+}
+
+static void schedule(struct daemon *d, const char *ifname, gint64 since);
+static bool reload(struct daemon *d);
+
+/* A `tune` holding an interface (state_hold()): its end wakes us (a pidfd). */
+struct hold_watch {
+	struct daemon *d;
+	char *ifname;
+	pid_t pid;
+	int pidfd;
+	guint source;
+};
+
+static void hold_watch_free(gpointer p)
+{
+	struct hold_watch *w = p;
+
+	if (w->source)
+		g_source_remove(w->source);
+	close(w->pidfd);
+	g_free(w->ifname);
+	g_free(w);
+}
+
+static gboolean on_holder_gone(gint fd, GIOCondition cond, gpointer data)
+{
+	struct hold_watch *w = data;
+	struct daemon *d = w->d;
+
+	/* `tune ... save` may have written a new rate: read the configuration again. */
+	log_info("%s: wgshape tune (pid %d) ended: reloading the configuration", w->ifname,
+		 (int)w->pid);
+	w->source = 0; /* removed by returning G_SOURCE_REMOVE */
+	g_hash_table_remove(d->holds, w->ifname); /* frees w */
+	if (!reload(d))
+		log_err("keeping the configuration that was loaded before");
+	d->resync = true;
+	schedule(d, NULL, 0);
+	return G_SOURCE_REMOVE;
+}
+
+/* Is ifname held by a tune? Then watch for its end (once) and leave ifname alone. */
+static bool held(struct daemon *d, const char *ifname)
+{
+	struct hold_watch *w;
+	pid_t pid = state_holder(d->opts->statedir, ifname);
+	int fd;
+
+	if (pid <= 0)
+		return false;
+	w = g_hash_table_lookup(d->holds, ifname);
+	if (w && w->pid == pid)
+		return true;
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0) {
+		if (errno != ESRCH) /* ESRCH: it ended just now */
+			log_warn("%s: pidfd_open(%d): %s; enforcing it anyway", ifname, (int)pid,
+				 strerror(errno));
+		return false;
+	}
+	w = g_new0(struct hold_watch, 1);
+	w->d = d;
+	w->ifname = g_strdup(ifname);
+	w->pid = pid;
+	w->pidfd = fd;
+	w->source = g_unix_fd_add(fd, G_IO_IN, on_holder_gone, w);
+	g_hash_table_replace(d->holds, g_strdup(ifname), w);
+	log_info("%s: wgshape tune (pid %d) is measuring it: not enforced until tune ends",
+		 ifname, (int)pid);
+	return true;
+}
+
+/* Watch every tune holding a link we know (reconcile_all() leaves those alone). */
+static void watch_holds(struct daemon *d)
+{
+	GHashTableIter it;
+	gpointer key, val;
+
+	g_hash_table_iter_init(&it, d->names);
+	while (g_hash_table_iter_next(&it, &key, &val))
+		held(d, val);
+}
+
+static gboolean on_idle(gpointer data)
+{
+	struct daemon *d = data;
+	struct reconciler rc = reconciler(d);
+	struct nm_nets *nets = NULL;
+	GHashTableIter it;
+	gpointer key, val;
+
+	d->idle = 0;
+	if (d->nm) {
+		nm_watch_nets(d->nm, &nets);
+		rc.nets = nets->nets;
+		rc.n_nets = nets->n;
+		rc.nets_unknown = !nets->running || nets->settling;
+	}
+	if (d->resync) {
+		d->resync = false;
+		g_hash_table_remove_all(d->pending);
+		log_debug("reconciling every interface");
+		watch_holds(d);
+		reconcile_all(&rc);
+		nm_nets_free(nets);
+		return G_SOURCE_REMOVE;
+	}
+	g_hash_table_iter_init(&it, d->pending);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		gint64 since = *(gint64 *)val;
+
+		if (held(d, key)) {
+			g_hash_table_iter_remove(&it);
+			continue;
+		}
+		if (reconcile_iface(&rc, key) == 0 && since && config_mentions(d->cfg, key))
+			log_info("%s: shaped %.1f ms after it appeared", (const char *)key,
+				 (double)(g_get_monotonic_time() - since) / 1000.0);
+		g_hash_table_iter_remove(&it);
+	}
+	nm_nets_free(nets);
+	return G_SOURCE_REMOVE;
+}
+
+static void schedule(struct daemon *d, const char *ifname, gint64 since)
+{
+	gint64 *t = g_new(gint64, 1);
+
+	*t = since;
+	if (ifname) {
+		gint64 *old = g_hash_table_lookup(d->pending, ifname);
+
+		if (old && *old && !since)
+			*t = *old; /* keep the appearance time of the first event */
+		g_hash_table_replace(d->pending, g_strdup(ifname), t);
+	} else {
+		g_free(t);
+	}
+	if (!d->idle)
+		d->idle = g_idle_add(on_idle, d);
+}
+
+/* The interface an IFB of ours serves, if we know it. */
+static const char *ifb_owner(struct daemon *d, const char *ifb)
+{
+	GHashTableIter it;
+	gpointer key, val;
+	char name[IFNAME_SIZE];
+
+	g_hash_table_iter_init(&it, d->names);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		shape_ifb_name(val, name);
+		if (!strcmp(name, ifb) && strcmp(val, ifb) != 0)
+			return val;
+	}
+	return NULL;
+}
+
+static void on_event(const struct netlink_event *ev, void *arg)
+{
+	struct daemon *d = arg;
+	const char *known, *name;
+
+	switch (ev->type) {
+	case NL_EVENT_OVERRUN:
+		log_warn("netlink: the kernel dropped notifications; resynchronising");
+		d->resync = true;
+		schedule(d, NULL, 0);
+		return;
+	case NL_EVENT_LINK_DEL:
+		/* Our IFB deleted by hand takes the download shaping with it. */
+		if (!strncmp(ev->ifname, "ifb4", 4) && (name = ifb_owner(d, ev->ifname)) &&
+		    enforced(d, name))
+			schedule(d, name, 0);
+		g_hash_table_remove(d->names, GINT_TO_POINTER(ev->ifindex));
+		return;
+	case NL_EVENT_LINK_NEW:
+		if (!ev->ifname[0])
+			return;
+		known = g_hash_table_lookup(d->names, GINT_TO_POINTER(ev->ifindex));
+		if (known && !strcmp(known, ev->ifname)) {
+			/* A change of flags or addresses: only enforcement cares. */
+			if (enforced(d, ev->ifname))
+				schedule(d, ev->ifname, 0);
+			return;
+		}
+		g_hash_table_replace(d->names, GINT_TO_POINTER(ev->ifindex), g_strdup(ev->ifname));
+		if (!strcmp(ev->kind, "ifb") && !strncmp(ev->ifname, "ifb4", 4))
+			return;
+		if (config_mentions(d->cfg, ev->ifname))
+			schedule(d, ev->ifname, g_get_monotonic_time());
+		return;
+	case NL_EVENT_QDISC_NEW:
+	case NL_EVENT_QDISC_DEL:
+		if (ev->parent != TC_H_ROOT && ev->parent != TC_H_INGRESS)
+			return;
+		/* Our own changes come back as notifications too: nothing to do. */
+		if (ev->portid && ev->portid == netlink_port(d->nl))
+			return;
+		name = g_hash_table_lookup(d->names, GINT_TO_POINTER(ev->ifindex));
+		if (!name)
+			return;
+		if (!strncmp(name, "ifb4", 4) && ifb_owner(d, name))
+			name = ifb_owner(d, name);
+		if (enforced(d, name))
+			schedule(d, name, 0);
+		return;
+	}
+}
+
+/* NetworkManager changed something: which profile applies may have changed. */
+static void on_nm(void *arg)
+{
+	struct daemon *d = arg;
+
+	d->resync = true;
+	schedule(d, NULL, 0);
+}
+
+static gboolean on_netlink(gint fd, GIOCondition cond, gpointer data)
+{
+	struct daemon *d = data;
+	int r;
+
+	r = netlink_events_read(d->ev, on_event, d);
+	if (r < 0) {
+		log_err("netlink notifications: %s; resynchronising", strerror(-r));
+		d->resync = true;
+		schedule(d, NULL, 0);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+/* Load the configuration again; false (the old one stays) when it is not valid. */
+static bool reload(struct daemon *d)
+{
+	struct config *cfg = config_load_logged(d->opts->config_path);
+
+	if (!cfg)
+		return false;
+	config_free(d->cfg);
+	d->cfg = cfg;
+	return true;
+}
+
+static gboolean on_hup(gpointer data)
+{
+	struct daemon *d = data;
+
+	notify_systemd("RELOADING=1");
+	log_info("reloading the configuration");
+	if (reload(d)) {
+		d->resync = true;
+		schedule(d, NULL, 0);
+	} else {
+		log_err("keeping the configuration that was loaded before");
+	}
+	notify_systemd("READY=1");
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_term(gpointer data)
+{
+	struct daemon *d = data;
+
+	g_main_loop_quit(d->loop);
+	return G_SOURCE_CONTINUE;
+}
+
+static void clear_configured(struct daemon *d)
+{
+	char **names = NULL;
+
+	state_list(d->opts->statedir, &names);
+	for (char **n = names; *n; n++) {
+		struct shape_state st = { 0 };
+		bool ours;
+
+		if (d->only && strcmp(d->only, *n) != 0)
+			continue;
+		if (state_load(d->opts->statedir, *n, &st) < 0)
+			continue;
+		ours = !strncmp(st.source, SOURCE_CONFIG, strlen(SOURCE_CONFIG)) ||
+		       !strncmp(st.source, SOURCE_NETWORK, strlen(SOURCE_NETWORK));
+		shape_state_clear(&st);
+		if (ours)
+			shape_clear(d->nl, d->opts->statedir, *n);
+	}
+	g_strfreev(names);
+}
+
+static void learn_names(struct daemon *d)
+{
+	struct link_info *links = NULL;
+	size_t n = 0;
+
+	if (netlink_link_list(d->nl, &links, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		g_hash_table_replace(d->names, GINT_TO_POINTER(links[i].ifindex),
+				     g_strdup(links[i].name));
+	free(links);
+}
+
+int daemon_run(const struct daemon_opts *opts)
+{
+	struct daemon d = { .opts = opts, .only = opts->only };
+	struct reconciler rc;
+	int r;
+
+	d.cfg = config_load_logged(opts->config_path);
+	if (!d.cfg)
+		return -EINVAL;
+	r = netlink_open(&d.nl);
+	if (r == 0)
+		r = netlink_events_open(&d.ev);
+	if (r < 0) {
+		log_err("netlink: %s", strerror(-r));
+		goto out;
+	}
+	d.names = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	d.pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	d.holds = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hold_watch_free);
+	d.loop = g_main_loop_new(NULL, FALSE);
+
+	/* Subscribed before the first pass, so nothing that happens in between is missed. */
+	learn_names(&d);
+	rc = reconciler(&d);
+	watch_holds(&d);
+	if (!d.cfg->networks->len)
+		reconcile_all(&rc);
+	/* With profiles, the first pass waits for NetworkManager's answer (on_nm). */
+	nm_watch_new(on_nm, &d, &d.nm);
+
+	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
+	g_unix_signal_add(SIGHUP, on_hup, &d);
+	g_unix_signal_add(SIGTERM, on_term, &d);
+	g_unix_signal_add(SIGINT, on_term, &d);
+	notify_systemd("READY=1");
+	log_info("running%s%s", d.only ? " for " : "", d.only ? d.only : "");
+	g_main_loop_run(d.loop);
+
+	notify_systemd("STOPPING=1");
+	if (d.cfg->clear_on_exit)
+		clear_configured(&d);
+	log_info("stopped");
+out:
+	if (d.loop)
+		g_main_loop_unref(d.loop);
+	if (d.names)
+		g_hash_table_unref(d.names);
+	if (d.pending)
+		g_hash_table_unref(d.pending);
+	if (d.holds)
+		g_hash_table_unref(d.holds);
+	nm_watch_free(d.nm);
+	netlink_events_close(d.ev);
+	netlink_close(d.nl);
+	config_free(d.cfg);
+	return r;
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The netlink module: everything wgshape asks of the kernel goes through here
+ * (src/netlink/). No libnl type crosses this header.
+ *
+ * Every function returns 0 or a negative errno. When the kernel said why a
+ * request failed (extended ACK), netlink_ext_msg() has its words until the
+ * next request; callers put them in their one error line.
+ */
+#ifndef WGSHAPE_NETLINK_KERNEL_H
+#define WGSHAPE_NETLINK_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "netlink/cake.h"
+
+#define IFNAME_SIZE 16 /* IFNAMSIZ: 15 characters and the NUL */
+
+struct netlink;
+
+int netlink_open(struct netlink **out);
+void netlink_close(struct netlink *nl);
+/* The kernel's extended ACK text for the last failed request, or "". */
+const char *netlink_ext_msg(const struct netlink *nl);
+/* The port of nl's requests: notifications they cause carry it (our own echo). */
+uint32_t netlink_port(const struct netlink *nl);
+
+struct link_info {
+	int ifindex;
+	char name[IFNAME_SIZE];
+	char kind[32]; /* IFLA_INFO_KIND: "wireguard", "ifb", "veth", "" for none */
+	bool up;
+	unsigned int mtu;
+};
+
+/* -ENODEV when there is no such interface. */
+int netlink_link_get(struct netlink *nl, const char *name, struct link_info *out);
+int netlink_link_get_index(struct netlink *nl, int ifindex, struct link_info *out);
+/* Every link; *out is malloc'd, free() it. */
+int netlink_link_list(struct netlink *nl, struct link_info **out, size_t *n);
+
+struct qdisc_info {
+	char kind[32];
+	uint32_t handle, parent;
+	void *options; /* raw TCA_OPTIONS payload, owned; NULL when none */
+	size_t options_len;
+	struct cake_opts cake; /* kind "cake" only */
+	struct cake_stats stats; /* kind "cake" only */
+};
+
+void qdisc_info_clear(struct qdisc_info *q);
+/* The root qdisc of ifindex (a default one has handle 0). -ENOENT if none. */
+int netlink_qdisc_root(struct netlink *nl, int ifindex, struct qdisc_info *out);
+/* The qdisc of ifindex attached at parent (e.g. TC_H_INGRESS). -ENOENT if none. */
+int netlink_qdisc_find_parent(struct netlink *nl, int ifindex, uint32_t parent,
+			      struct qdisc_info *out);
+
+enum qdisc_mode {
+	QDISC_ADD, /* create; fails if a non-default root exists */
+	QDISC_CHANGE, /* change cake in place: handle, queues and counters survive */
+	QDISC_REPLACE, /* create or replace the root */
+};
+
+/* Send only the options set in opts. handle is used by QDISC_CHANGE. */
+int netlink_cake_set(struct netlink *nl, int ifindex, uint32_t handle,
+		     const struct cake_opts *opts, enum qdisc_mode mode);
+/* Put back a root qdisc as it was read: kind, handle and raw options. */
+int netlink_qdisc_restore(struct netlink *nl, int ifindex, const char *kind, uint32_t handle,
+			  const void *options, size_t options_len);
+/* Delete the root qdisc: the kernel puts its default back. */
+int netlink_qdisc_del_root(struct netlink *nl, int ifindex);
+
+/* Create an ifb link and bring it up. -EEXIST if the name is taken. */
+int netlink_ifb_add(struct netlink *nl, const char *name, int *ifindex);
+int netlink_link_del(struct netlink *nl, int ifindex);
+
+/* ingress qdisc (ffff:) on ifindex with a match-all filter redirecting to to_ifindex. */
+int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex);
+/* *present: an ingress qdisc exists; *redirect_ifindex: where its filter sends, or 0. */
+int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *redirect_ifindex);
+int netlink_ingress_del(struct netlink *nl, int ifindex);
+
+struct wg_endpoints {
+	unsigned int v4, v6, none; /* peers by endpoint address family */
+};
+
+/* -EOPNOTSUPP when the kernel has no WireGuard generic netlink family. */
+int netlink_wg_endpoints(struct netlink *nl, const char *ifname, struct wg_endpoints *out);
+
+/*
+ * Kernel notifications: links coming and going, qdiscs changing. The socket
+ * is non-blocking; put its fd in an event loop and call netlink_events_read
+ * when it is readable.
+ */
+struct netlink_events;
+
+enum netlink_event_type {
+	NL_EVENT_LINK_NEW, /* appeared or changed */
+	NL_EVENT_LINK_DEL,
+	NL_EVENT_QDISC_NEW,
+	NL_EVENT_QDISC_DEL,
+	NL_EVENT_OVERRUN, /* the kernel dropped notifications (ENOBUFS): resync */
+};
+
+struct netlink_event {
+	enum netlink_event_type type;
+	int ifindex;
+	char ifname[IFNAME_SIZE]; /* link events */
+	char kind[32]; /* qdisc kind; link kind */
+	uint32_t parent; /* qdisc events */
+	uint32_t portid; /* the netlink port whose request caused it (0: the kernel's own) */
+};
+
+typedef void (*netlink_event_fn)(const struct netlink_event *ev, void *arg);
+
+int netlink_events_open(struct netlink_events **out);
+void netlink_events_close(struct netlink_events *ev);
+int netlink_events_fd(const struct netlink_events *ev);
+/* Deliver every pending notification to fn. 0 or -errno. */
+int netlink_events_read(struct netlink_events *ev, netlink_event_fn fn, void *arg);
+
+/*
+ * Addresses. addr is in network byte order: 4 bytes for AF_INET, 16 for
+ * AF_INET6; the local address (IFA_LOCAL) on point-to-point links.
+ */
+struct addr_info {
+	int ifindex;
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	unsigned int prefixlen;
+	unsigned int scope; /* RT_SCOPE_*: 253 link, 254 host */
+	uint32_t flags; /* IFA_F_*: tentative, dadfailed, ... */
+};
+
+/* Every IPv4 and IPv6 address of every link; *out is malloc'd, free() it. */
+int netlink_addr_list(struct netlink *nl, struct addr_info **out, size_t *n);
+
+/*
+ * The interface the kernel would send a packet to addr (AF_INET: 4 bytes,
+ * AF_INET6: 16) through. -ENETUNREACH when there is no route.
+ */
+int netlink_route_oif(struct netlink *nl, int family, const void *addr, int *oif);
+
+#endif

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The NetworkManager module: the only place that includes <NetworkManager.h>.
+ * It answers one question, which networks are active now, either once (the
+ * dispatcher hook) or continuously (the daemon, on its GLib main loop).
+ */
+#ifndef WGSHAPE_NM_H
+#define WGSHAPE_NM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "profile/profile.h"
+
+/* A snapshot of the active connections; strings owned by the snapshot. */
+struct nm_nets {
+	struct active_net *nets;
+	size_t n;
+	bool running; /* NetworkManager was on the bus */
+	bool settling; /* a connection is activating or deactivating: wait for it */
+	void *strings; /* owned */
+};
+
+void nm_nets_free(struct nm_nets *n);
+
+/* Ask NetworkManager now, blocking (the dispatcher hook). Not running is not an error. */
+int nm_nets_get(struct nm_nets **out);
+
+struct nm_watch;
+
+/* Called on the main loop whenever what nm_watch_nets() would say may have changed. */
+typedef void (*nm_changed_fn)(void *arg);
+
+/*
+ * Follow NetworkManager on the thread-default main context: connections
+ * coming and going, their state, the primary connection, Wi-Fi access points,
+ * NetworkManager itself stopping and starting. Works without it on the bus.
+ */
+int nm_watch_new(nm_changed_fn fn, void *arg, struct nm_watch **out);
+void nm_watch_free(struct nm_watch *w);
+/* The snapshot now; an empty one until the client is ready or while NM is away. */
+int nm_watch_nets(struct nm_watch *w, struct nm_nets **out);
+
+#endif

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * wgshape serve, the far end of `wgshape tune`: on each listening address an
+ * HTTP/1.1 server (libmicrohttpd, its own threads) and a UDP echo (a GLib
+ * loop in a thread of its own), both on the same port number.
+ *
+ *   GET /download[?seconds=S]  200 application/octet-stream: zero bytes, chunked,
+ *                              until the client closes or S (at most the cap) ran out
+ *   POST /upload[?seconds=S]   reads and discards the body (Content-Length or
+ *                              chunked); 200 application/json {"bytes":N,"seconds":S}
+ *                              when it ends; one still coming after S (at most the
+ *                              cap) is cut: the connection is closed, no answer
+ *   GET /                      200 text/plain "wgshape serve VERSION\n"
+ *   anything else              404; a load stream past the cap 503; bad seconds 400
+ *   UDP                        a datagram of at most 64 bytes goes back verbatim to
+ *                              its sender, within a per-address token bucket;
+ *                              larger ones and ones from ports below 1024 or from
+ *                              our own port (another echo: a loop) are dropped
+ *
+ * The caps keep it from being a flood source: concurrent load streams, the
+ * duration of one request, idle connections, echoes per source address.
+ */
+#ifndef WGSHAPE_SERVE_H
+#define WGSHAPE_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "netlink/kernel.h"
+
+#define SERVE_PORT_DEFAULT 4780
+#define SERVE_MAX_STREAMS 16
+#define SERVE_MAX_SECONDS 60
+#define SERVE_CONN_TIMEOUT 10 /* seconds without traffic on a connection */
+#define SERVE_UDP_MAX 64 /* bytes: probes, not payload */
+#define SERVE_UDP_RATE 50 /* datagrams/s per source address */
+#define SERVE_UDP_BURST 50
+
+/* One address to listen on; addr in network byte order (4 or 16 bytes). */
+struct serve_addr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	unsigned int scope_id; /* ifindex; IPv6 link-local only */
+	char ifname[IFNAME_SIZE]; /* the interface it is on, "" if none (or any) */
+	bool tunnel; /* an address of a WireGuard interface */
+};
+
+/* 0 = the default for every number. */
+struct serve_opts {
+	const struct serve_addr *addrs;
+	size_t n_addrs;
+	uint16_t port; /* 0: an ephemeral port (tests); serve_port() says which */
+	unsigned int max_streams;
+	double max_seconds;
+	unsigned int conn_timeout; /* seconds */
+	double udp_rate, udp_burst;
+	bool verbose; /* a line per request */
+};
+
+struct server;
+
+/*
+ * Bind every address (TCP and UDP, one socket each) and start serving. Logs
+ * one line per address, or the one that failed and why. 0 or -errno; nothing
+ * is left running on failure. With port 0 every socket shares one free port;
+ * when another program holds that number in the other protocol or family, a
+ * fresh one is tried (up to 16 times) before -EADDRINUSE.
+ */
+int serve_start(const struct serve_opts *opts, struct server **out);
+uint16_t serve_port(const struct server *srv);
+/* Load streams (downloads and uploads) running now. */
+unsigned int serve_streams(const struct server *srv);
+/* Stop everything and free srv (NULL is fine). Waits for running requests to end. */
+void serve_stop(struct server *srv);
+
+/*
+ * Parse a `listen` word: an IPv4 or IPv6 address, the latter with an optional
+ * %IFNAME or %INDEX scope (the name left in out->ifname for
+ * serve_pick_addresses to resolve). -EINVAL if it is none.
+ */
+int serve_addr_parse(const char *s, struct serve_addr *out);
+
+/*
+ * Which addresses to listen on. With no explicit ones: every address of every
+ * WireGuard link (kind "wireguard"), -ENOENT if there is none. Otherwise the
+ * explicit ones, each marked tunnel when it is a WireGuard link's address;
+ * an IPv6 link-local one gets its scope from its %IFNAME or, without one, from
+ * the link that has it (-EINVAL if none does), -ENODEV for an unknown %IFNAME.
+ * Pure; *out is g_new'd (g_free it). err gets one line on failure.
+ */
+int serve_pick_addresses(const struct link_info *links, size_t n_links,
+			 const struct addr_info *addrs, size_t n_addrs,
+			 const struct serve_addr *explicit, size_t n_explicit,
+			 struct serve_addr **out, size_t *n_out, char *err, size_t errlen);
+
+/* "10.0.0.1", "fd00::1", "fe80::1%wg0" (scope by name when ifname is set). */
+void serve_addr_str(const struct serve_addr *a, char *buf, size_t len);
+
+/* A token bucket: rate tokens/s up to burst, full when new. Pure: the caller gives the time. */
+struct token_bucket {
+	double tokens;
+	int64_t last_us;
+};
+
+void token_bucket_init(struct token_bucket *b, double burst, int64_t now_us);
+/* Take one token if there is one. */
+bool token_bucket_take(struct token_bucket *b, double rate, double burst, int64_t now_us);
+
+#endif

@@ -1,0 +1,677 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The shaping engine. Order of work in `set`: ingress first (the part most
+ * likely to fail on a kernel without ifb, mirred or matchall), then egress,
+ * then the state file; any failure undoes the steps before it.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "shape/overhead.h"
+#include "shape/shape.h"
+#include "shape/state.h"
+#include "util/ifname.h"
+
+#define OVERHEAD_BY_HAND "set by hand"
+
+enum op {
+	OP_LINK,
+	OP_CAKE,
+	OP_INGRESS,
+	OP_IFB,
+	OP_STATE,
+	OP_WG,
+};
+
+static const struct {
+	enum op op;
+	int err; /* 0: any */
+	const char *ext; /* substring of the kernel's message, NULL: any */
+	const char *hint;
+} hints[] = {
+	{ OP_LINK, -EPERM, NULL, "not permitted: needs root or CAP_NET_ADMIN" },
+	{ OP_CAKE, -EPERM, NULL, "not permitted: needs root or CAP_NET_ADMIN" },
+	{ OP_INGRESS, -EPERM, NULL, "not permitted: needs root or CAP_NET_ADMIN" },
+	{ OP_IFB, -EPERM, NULL, "not permitted: needs root or CAP_NET_ADMIN" },
+	{ OP_WG, -EPERM, NULL, "not permitted: needs root or CAP_NET_ADMIN" },
+	{ OP_CAKE, -ENOENT, "qdisc kind is unknown",
+	  "no cake in this kernel: load sch_cake, Linux 4.19 or later" },
+	{ OP_INGRESS, -ENOENT, "qdisc kind is unknown",
+	  "no ingress qdisc in this kernel: load sch_ingress" },
+	{ OP_INGRESS, 0, "classifier", "no matchall filter in this kernel: load cls_matchall" },
+	{ OP_INGRESS, 0, "ction", "no mirred action in this kernel: load act_mirred" },
+	{ OP_INGRESS, -ENOENT, NULL, "needs cls_matchall and act_mirred: load them" },
+	{ OP_IFB, -EOPNOTSUPP, NULL, "no ifb in this kernel: load the ifb module" },
+	{ OP_WG, -EOPNOTSUPP, NULL, "no WireGuard in this kernel" },
+};
+
+static int fail(struct netlink *nl, const char *ifname, enum op op, int r, const char *what)
+{
+	const char *ext = nl ? netlink_ext_msg(nl) : "";
+	const char *hint = NULL;
+
+	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]) && !hint; i++) {
+		if (hints[i].op != op || (hints[i].err && hints[i].err != r))
+			continue;
+		if (hints[i].ext && !strstr(ext, hints[i].ext))
+			continue;
+		hint = hints[i].hint;
+	}
+	log_err("%s: %s: %s%s%s%s", ifname, what, *ext ? ext : strerror(-r), hint ? " (" : "",
+		hint ? hint : "", hint ? ")" : "");
+	return r;
+}
+
+void shape_ifb_name(const char *ifname, char out[IFNAME_SIZE])
+{
+	snprintf(out, IFNAME_SIZE, "ifb4%s", ifname);
+}
+
+/* What a step did, so that a later failure can take it back. */
+struct undo {
+	enum { UNDO_NONE, UNDO_CHANGE_BACK, UNDO_RESTORE_ROOT, UNDO_REMOVE_INGRESS } what;
+	int ifindex; /* where cake sits */
+	uint32_t handle;
+	struct cake_opts prev; /* UNDO_CHANGE_BACK: the values we overwrote */
+	int ifb_ifindex; /* UNDO_REMOVE_INGRESS: the IFB to delete, 0 if we kept one */
+};
+
+/* Keep only the options we are about to change, with their current values. */
+static struct cake_opts opts_prev(const struct cake_opts *now, const struct cake_opts *next)
+{
+	struct cake_opts prev = *now;
+
+	prev.has &= next->has;
+	return prev;
+}
+
+/* Does the kernel's cake (have) already carry every option of want? */
+static bool opts_hold(const struct cake_opts *have, const struct cake_opts *want)
+{
+	static const struct {
+		uint32_t bit;
+		size_t off, len;
+	} fields[] = {
+#define F(bit, m) { bit, offsetof(struct cake_opts, m), sizeof(((struct cake_opts *)0)->m) }
+		F(CAKE_HAS_RATE, rate),		F(CAKE_HAS_OVERHEAD, overhead),
+		F(CAKE_HAS_MPU, mpu),		F(CAKE_HAS_RTT, rtt),
+		F(CAKE_HAS_DIFFSERV, diffserv), F(CAKE_HAS_NAT, nat),
+		F(CAKE_HAS_WASH, wash),		F(CAKE_HAS_ACK_FILTER, ack_filter),
+		F(CAKE_HAS_MEMLIMIT, memlimit), F(CAKE_HAS_INGRESS, ingress),
+#undef F
+	};
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (!(want->has & fields[i].bit))
+			continue;
+		if (!(have->has & fields[i].bit) ||
+		    memcmp((const char *)have + fields[i].off, (const char *)want + fields[i].off,
+			   fields[i].len) != 0)
+			return false;
+	}
+	/* An overhead given means cake is not in raw mode. */
+	return !((want->has & CAKE_HAS_OVERHEAD) && have->raw);
+}
+
+static void undo_run(struct netlink *nl, const struct undo *u, const struct shape_state *st,
+		     int link_ifindex)
+{
+	switch (u->what) {
+	case UNDO_NONE:
+		break;
+	case UNDO_CHANGE_BACK:
+		netlink_cake_set(nl, u->ifindex, u->handle, &u->prev, QDISC_CHANGE);
+		break;
+	case UNDO_RESTORE_ROOT:
+		netlink_qdisc_restore(nl, u->ifindex, st->orig_kind, st->orig_handle,
+				      st->orig_options, st->orig_options_len);
+		break;
+	case UNDO_REMOVE_INGRESS:
+		netlink_ingress_del(nl, link_ifindex);
+		if (u->ifb_ifindex)
+			netlink_link_del(nl, u->ifb_ifindex);
+		break;
+	}
+}
+
+/*
+ * Put cake with opts as the root of ifindex. If our cake is there already,
+ * change it in place (handle, queues and counters survive); otherwise replace
+ * whatever is there, saving it first into *orig if orig is given.
+ */
+static int cake_root_set(struct netlink *nl, const char *ifname, const char *dev, int ifindex,
+			 bool ours, const struct cake_opts *o, struct shape_state *orig,
+			 struct undo *u)
+{
+	struct qdisc_info root = { 0 };
+	char what[64];
+	int r;
+
+	r = netlink_qdisc_root(nl, ifindex, &root);
+	if (r < 0 && r != -ENOENT)
+		return fail(nl, ifname, OP_CAKE, r, "read root qdisc");
+
+	if (ours && r == 0 && !strcmp(root.kind, "cake") && opts_hold(&root.cake, o)) {
+		/* Already so: touch nothing, so that applying twice changes nothing. */
+		log_debug("%s: cake on %s already as asked", ifname, dev);
+		qdisc_info_clear(&root);
+		return 0;
+	}
+	if (ours && r == 0 && !strcmp(root.kind, "cake")) {
+		log_debug("%s: change cake on %s in place (handle %x:)", ifname, dev, root.handle >> 16);
+		snprintf(what, sizeof(what), "change cake on %s", dev);
+		u->prev = opts_prev(&root.cake, o);
+		u->handle = root.handle;
+		r = netlink_cake_set(nl, ifindex, root.handle, o, QDISC_CHANGE);
+		qdisc_info_clear(&root);
+		if (r < 0)
+			return fail(nl, ifname, OP_CAKE, r, what);
+		u->what = UNDO_CHANGE_BACK;
+		u->ifindex = ifindex;
+		return 0;
+	}
+
+	if (ours)
+		/* Ours was there and is not: someone removed or replaced it. */
+		log_info("%s: root qdisc of %s is %s, not wgshape's cake: putting cake back",
+			 ifname, dev, r == 0 ? root.kind : "the default");
+	if (orig && !orig->egress) {
+		/* First touch: remember what to put back on clear. */
+		snprintf(orig->orig_kind, sizeof(orig->orig_kind), "%s", r == 0 ? root.kind : "default");
+		orig->orig_handle = r == 0 ? root.handle : 0;
+		free(orig->orig_options);
+		orig->orig_options = NULL;
+		orig->orig_options_len = 0;
+		if (r == 0 && root.options_len) {
+			orig->orig_options = malloc(root.options_len);
+			if (!orig->orig_options) {
+				qdisc_info_clear(&root);
+				return fail(NULL, ifname, OP_STATE, -ENOMEM, "save root qdisc");
+			}
+			memcpy(orig->orig_options, root.options, root.options_len);
+			orig->orig_options_len = root.options_len;
+		}
+	}
+	snprintf(what, sizeof(what), "add cake on %s", dev);
+	if (r == 0 && root.handle && !strcmp(root.kind, "cake")) {
+		/*
+		 * A replace of cake by cake is a change in the kernel, which would
+		 * keep a hand-set cake's other options: start from a fresh one.
+		 */
+		r = netlink_qdisc_del_root(nl, ifindex);
+		if (r == 0) {
+			r = netlink_cake_set(nl, ifindex, 0, o, QDISC_ADD);
+			if (r < 0) {
+				fail(nl, ifname, OP_CAKE, r, what);
+				netlink_qdisc_restore(nl, ifindex, root.kind, root.handle, root.options,
+						      root.options_len);
+				qdisc_info_clear(&root);
+				return r;
+			}
+		}
+	} else {
+		r = netlink_cake_set(nl, ifindex, 0, o, QDISC_REPLACE);
+	}
+	qdisc_info_clear(&root);
+	if (r < 0)
+		return fail(nl, ifname, OP_CAKE, r, what);
+	u->what = UNDO_RESTORE_ROOT;
+	u->ifindex = ifindex;
+	return 0;
+}
+
+static int egress_set(struct netlink *nl, const char *ifname, const struct link_info *link,
+		      struct shape_state *st, const struct cake_opts *o, struct undo *u)
+{
+	int r;
+
+	r = cake_root_set(nl, ifname, ifname, link->ifindex, st->egress, o, st, u);
+	if (r == 0)
+		st->egress = true;
+	return r;
+}
+
+/* Take away our ingress qdisc and IFB; leave anyone else's alone. */
+static int ingress_remove(struct netlink *nl, const char *ifname, const struct link_info *link,
+			  const char *ifb)
+{
+	struct link_info ifbl;
+	bool present;
+	int redirect, r;
+
+	r = netlink_ingress_get(nl, link->ifindex, &present, &redirect);
+	if (r < 0)
+		return fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
+	r = netlink_link_get(nl, ifb, &ifbl);
+	if (r < 0 && r != -ENODEV)
+		return fail(nl, ifname, OP_IFB, r, "read IFB");
+	if (present && (r == -ENODEV || redirect == ifbl.ifindex || redirect == 0)) {
+		r = netlink_ingress_del(nl, link->ifindex);
+		if (r < 0)
+			return fail(nl, ifname, OP_INGRESS, r, "delete ingress qdisc");
+	}
+	if (netlink_link_get(nl, ifb, &ifbl) == 0 && !strcmp(ifbl.kind, "ifb")) {
+		r = netlink_link_del(nl, ifbl.ifindex);
+		if (r < 0 && r != -ENODEV)
+			return fail(nl, ifname, OP_IFB, r, "delete IFB");
+	}
+	return 0;
+}
+
+static int ingress_set(struct netlink *nl, const char *ifname, const struct link_info *link,
+		       struct shape_state *st, const char *stale_ifb, const struct cake_opts *o,
+		       struct undo *u)
+{
+	char ifb[IFNAME_SIZE], what[64];
+	struct link_info ifbl;
+	bool present, have_ifb, ours;
+	int redirect, r;
+
+	shape_ifb_name(ifname, ifb);
+	r = netlink_ingress_get(nl, link->ifindex, &present, &redirect);
+	if (r < 0)
+		return fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
+	r = netlink_link_get(nl, ifb, &ifbl);
+	if (r < 0 && r != -ENODEV)
+		return fail(nl, ifname, OP_IFB, r, "read IFB");
+	have_ifb = r == 0;
+	ours = st->ingress || !strcmp(stale_ifb, ifb);
+
+	if (have_ifb && (!ours || strcmp(ifbl.kind, "ifb") != 0)) {
+		log_err("%s: add IFB %s: the name is taken by an interface wgshape did not make "
+			"(remove it first: ip link del %s)", ifname, ifb, ifb);
+		return -EEXIST;
+	}
+	if (st->ingress && present && have_ifb && redirect == ifbl.ifindex) {
+		/* All ours and in place: a change on the IFB's cake. */
+		r = cake_root_set(nl, ifname, ifb, ifbl.ifindex, true, o, NULL, u);
+		return r;
+	}
+	if (present && !st->ingress) {
+		log_err("%s: add ingress qdisc: %s already has one that wgshape did not make "
+			"(remove it first: tc qdisc del dev %s ingress)", ifname, ifname, ifname);
+		return -EEXIST;
+	}
+	if (present || (st->ingress && !have_ifb))
+		log_info("%s: wgshape's download shaping lost its %s: rebuilding it", ifname,
+			 present ? "IFB or redirect" : "IFB");
+	if (present) {
+		/* Ours, but broken (the IFB or the redirect went away): rebuild it. */
+		r = netlink_ingress_del(nl, link->ifindex);
+		if (r < 0)
+			return fail(nl, ifname, OP_INGRESS, r, "delete ingress qdisc");
+	}
+
+	u->ifb_ifindex = 0;
+	if (!have_ifb) {
+		snprintf(what, sizeof(what), "add IFB %s", ifb);
+		r = netlink_ifb_add(nl, ifb, &ifbl.ifindex);
+		if (r < 0)
+			return fail(nl, ifname, OP_IFB, r, what);
+		u->ifb_ifindex = ifbl.ifindex;
+	}
+	r = cake_root_set(nl, ifname, ifb, ifbl.ifindex, have_ifb, o, NULL, &(struct undo){ 0 });
+	if (r == 0) {
+		r = netlink_ingress_redirect_add(nl, link->ifindex, ifbl.ifindex);
+		if (r < 0)
+			fail(nl, ifname, OP_INGRESS, r, "add ingress redirect");
+	}
+	if (r < 0) {
+		if (u->ifb_ifindex)
+			netlink_link_del(nl, u->ifb_ifindex);
+		return r;
+	}
+	u->what = UNDO_REMOVE_INGRESS;
+	st->ingress = true;
+	snprintf(st->ifb, sizeof(st->ifb), "%s", ifb);
+	return 0;
+}
+
+static int egress_off(struct netlink *nl, const char *ifname, const struct link_info *link,
+		      struct shape_state *st)
+{
+	struct qdisc_info root = { 0 };
+	int r;
+
+	if (!st->egress)
+		return 0;
+	r = netlink_qdisc_root(nl, link->ifindex, &root);
+	if (r < 0 && r != -ENOENT)
+		return fail(nl, ifname, OP_CAKE, r, "read root qdisc");
+	if (r == 0 && strcmp(root.kind, "cake") != 0) {
+		/* Someone replaced our cake since: theirs stays. */
+		log_info("%s: root qdisc is %s now, not wgshape's cake: leaving it", ifname,
+			 root.kind);
+	} else {
+		r = netlink_qdisc_restore(nl, link->ifindex, st->orig_kind, st->orig_handle,
+					  st->orig_options, st->orig_options_len);
+		if (r < 0) {
+			qdisc_info_clear(&root);
+			return fail(nl, ifname, OP_CAKE, r, "restore root qdisc");
+		}
+	}
+	qdisc_info_clear(&root);
+	st->egress = false;
+	return 0;
+}
+
+static int ingress_off(struct netlink *nl, const char *ifname, const struct link_info *link,
+		       struct shape_state *st)
+{
+	int r;
+
+	if (!st->ingress)
+		return 0;
+	r = ingress_remove(nl, ifname, link, st->ifb);
+	if (r < 0)
+		return r;
+	st->ingress = false;
+	st->ifb[0] = '\0';
+	return 0;
+}
+
+/*
+ * Load our state for link. A state saved for another ifindex belongs to an
+ * interface that was deleted (and its qdiscs with it); only its IFB may
+ * remain, which *stale_ifb names so it can be reused or removed.
+ */
+static int state_for(const char *statedir, const char *ifname, const struct link_info *link,
+		     struct shape_state *st, char stale_ifb[IFNAME_SIZE])
+{
+	int r;
+
+	stale_ifb[0] = '\0';
+	r = state_load(statedir, ifname, st);
+	if (r == -ENOENT) {
+		memset(st, 0, sizeof(*st));
+		st->ifindex = link->ifindex;
+		return 0;
+	}
+	if (r < 0) {
+		log_err("%s: read state %s/%s.state: %s (remove the file to start afresh)", ifname,
+			statedir, ifname, strerror(-r));
+		return r;
+	}
+	if (st->ifindex != link->ifindex) {
+		if (st->ingress)
+			snprintf(stale_ifb, IFNAME_SIZE, "%s", st->ifb);
+		shape_state_clear(st);
+		st->ifindex = link->ifindex;
+	}
+	return 0;
+}
+
+static int link_for(struct netlink *nl, const char *ifname, struct link_info *link)
+{
+	int r;
+
+	if (!ifname_is_valid(ifname)) {
+		log_err("'%s': not a valid interface name (1 to 15 characters, no '/', ':' or "
+			"spaces)", ifname);
+		return -EINVAL;
+	}
+	r = netlink_link_get(nl, ifname, link);
+	if (r == -ENODEV) {
+		log_err("%s: no such interface", ifname);
+		return r;
+	}
+	if (r < 0)
+		return fail(nl, ifname, OP_LINK, r, "read interface");
+	return 0;
+}
+
+static int overhead_auto(struct netlink *nl, const char *ifname, const struct link_info *link,
+			 int link_overhead, struct overhead_choice *c)
+{
+	struct overhead_input in = { .link_overhead = link_overhead };
+	struct wg_endpoints ep;
+	int r;
+
+	in.is_wireguard = !strcmp(link->kind, "wireguard");
+	if (in.is_wireguard) {
+		r = netlink_wg_endpoints(nl, ifname, &ep);
+		if (r < 0)
+			return fail(nl, ifname, OP_WG, r, "read WireGuard peers");
+		in.peers_v4 = ep.v4;
+		in.peers_v6 = ep.v6;
+		in.peers_none = ep.none;
+	}
+	r = overhead_choose(&in, c);
+	if (r < 0) {
+		log_err("%s: overhead auto: %s gives %d, outside cake's %d..%d", ifname, c->reason,
+			c->overhead, CAKE_OVERHEAD_MIN, CAKE_OVERHEAD_MAX);
+		return r;
+	}
+	return 0;
+}
+
+int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
+	      const struct shape_request *req)
+{
+	struct shape_state st = { 0 };
+	struct undo u_in = { 0 }, u_eg = { 0 };
+	struct link_info link;
+	struct cake_opts o = req->opts;
+	enum dir_action eg = req->egress, in = req->ingress;
+	char stale_ifb[IFNAME_SIZE];
+	bool warn = false;
+	int r;
+
+	r = link_for(nl, ifname, &link);
+	if (r < 0)
+		return r;
+	r = state_for(statedir, ifname, &link, &st, stale_ifb);
+	if (r < 0)
+		return r;
+
+	if (eg == DIR_KEEP && in == DIR_KEEP) {
+		/* Options alone: they apply to what is shaped now. */
+		eg = st.egress ? DIR_SET : DIR_KEEP;
+		in = st.ingress ? DIR_SET : DIR_KEEP;
+		if (eg == DIR_KEEP && in == DIR_KEEP) {
+			log_err("%s: nothing to change: not shaped yet, give egress RATE or "
+				"ingress RATE", ifname);
+			r = -EINVAL;
+			goto out;
+		}
+	}
+	if ((eg == DIR_SET || in == DIR_SET) && !(o.has & CAKE_HAS_OVERHEAD) &&
+	    !req->overhead_auto && (st.egress || st.ingress) &&
+	    !strcmp(st.overhead_reason, OVERHEAD_BY_HAND)) {
+		/*
+		 * A hand-set overhead stays until overhead auto or another is
+		 * given; sent again, since a cake made afresh would not have it.
+		 */
+		log_debug("%s: keeping the overhead set by hand (%d)", ifname, st.overhead);
+		o.overhead = st.overhead;
+		o.has |= CAKE_HAS_OVERHEAD;
+	} else if ((eg == DIR_SET || in == DIR_SET) && !(o.has & CAKE_HAS_OVERHEAD)) {
+		struct overhead_choice c;
+
+		r = overhead_auto(nl, ifname, &link, req->link_overhead, &c);
+		if (r < 0)
+			goto out;
+		o.overhead = c.overhead;
+		o.has |= CAKE_HAS_OVERHEAD;
+		warn = c.warn;
+		snprintf(st.overhead_reason, sizeof(st.overhead_reason), "auto: %s", c.reason);
+	} else if (o.has & CAKE_HAS_OVERHEAD) {
+		snprintf(st.overhead_reason, sizeof(st.overhead_reason), OVERHEAD_BY_HAND);
+	}
+
+	if (in == DIR_SET) {
+		struct cake_opts oi = o;
+
+		oi.has |= CAKE_HAS_INGRESS;
+		oi.ingress = true;
+		if (req->ingress == DIR_SET) {
+			oi.rate = req->ingress_rate;
+			oi.has |= CAKE_HAS_RATE;
+		}
+		r = ingress_set(nl, ifname, &link, &st, stale_ifb, &oi, &u_in);
+	} else if (in == DIR_OFF) {
+		r = ingress_off(nl, ifname, &link, &st);
+	}
+	if (r < 0)
+		goto out;
+
+	if (eg == DIR_SET) {
+		struct cake_opts oe = o;
+
+		if (req->egress == DIR_SET) {
+			oe.rate = req->egress_rate;
+			oe.has |= CAKE_HAS_RATE;
+		}
+		r = egress_set(nl, ifname, &link, &st, &oe, &u_eg);
+	} else if (eg == DIR_OFF) {
+		r = egress_off(nl, ifname, &link, &st);
+	}
+	if (r < 0) {
+		undo_run(nl, &u_in, &st, link.ifindex);
+		goto out;
+	}
+
+	snprintf(st.source, sizeof(st.source), "%s", req->source ? req->source : "set");
+	st.overhead = o.overhead;
+	r = st.egress || st.ingress ? state_save(statedir, ifname, &st)
+				    : state_remove(statedir, ifname);
+	if (r < 0) {
+		log_err("%s: write state in %s: %s (without it clear could not undo; undone)",
+			ifname, statedir, strerror(-r));
+		undo_run(nl, &u_eg, &st, link.ifindex);
+		undo_run(nl, &u_in, &st, link.ifindex);
+	} else if (warn && (u_in.what != UNDO_NONE || u_eg.what != UNDO_NONE)) {
+		/* Only now, and only when something changed: a failure must stay one line. */
+		log_warn("%s: overhead %d: %s", ifname, o.overhead, st.overhead_reason);
+	}
+out:
+	shape_state_clear(&st);
+	return r;
+}
+
+/*
+ * The interface is gone (wg-quick down, a deleted link): its qdiscs went with
+ * it, but our IFB and state file did not.
+ */
+static int forget_gone(struct netlink *nl, const char *statedir, const char *ifname)
+{
+	struct shape_state st = { 0 };
+	struct link_info ifbl;
+	int r;
+
+	if (!ifname_is_valid(ifname) || state_load(statedir, ifname, &st) < 0)
+		return link_for(nl, ifname, &(struct link_info){ 0 });
+	if (st.ingress && netlink_link_get(nl, st.ifb, &ifbl) == 0 && !strcmp(ifbl.kind, "ifb")) {
+		r = netlink_link_del(nl, ifbl.ifindex);
+		if (r < 0 && r != -ENODEV) {
+			shape_state_clear(&st);
+			return fail(nl, ifname, OP_IFB, r, "delete IFB");
+		}
+	}
+	shape_state_clear(&st);
+	r = state_remove(statedir, ifname);
+	if (r < 0) {
+		log_err("%s: remove state in %s: %s", ifname, statedir, strerror(-r));
+		return r;
+	}
+	log_info("%s: interface is gone; removed what wgshape kept for it", ifname);
+	return 0;
+}
+
+int shape_clear(struct netlink *nl, const char *statedir, const char *ifname)
+{
+	struct shape_state st = { 0 };
+	struct link_info link;
+	char stale_ifb[IFNAME_SIZE];
+	int r;
+
+	if (!ifname_is_valid(ifname) || netlink_link_get(nl, ifname, &link) == -ENODEV)
+		return forget_gone(nl, statedir, ifname);
+	r = link_for(nl, ifname, &link);
+	if (r < 0)
+		return r;
+	r = state_for(statedir, ifname, &link, &st, stale_ifb);
+	if (r < 0)
+		return r;
+	r = ingress_off(nl, ifname, &link, &st);
+	if (r == 0 && stale_ifb[0])
+		r = ingress_remove(nl, ifname, &link, stale_ifb);
+	if (r == 0)
+		r = egress_off(nl, ifname, &link, &st);
+	if (r == 0)
+		r = state_remove(statedir, ifname);
+	else if (st.egress || st.ingress)
+		state_save(statedir, ifname, &st); /* what is left is still ours */
+	shape_state_clear(&st);
+	return r;
+}
+
+void shape_view_clear(struct shape_view *v)
+{
+	qdisc_info_clear(&v->egress.qdisc);
+	qdisc_info_clear(&v->ingress.qdisc);
+}
+
+int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
+	       struct shape_view *out)
+{
+	struct shape_view v = { 0 };
+	struct shape_state st = { 0 };
+	struct link_info ifbl;
+	char stale_ifb[IFNAME_SIZE];
+	bool present;
+	int redirect, r;
+
+	if (!ifname_is_valid(ifname))
+		return link_for(nl, ifname, &v.link);
+	r = netlink_link_get(nl, ifname, &v.link);
+	if (r == -ENODEV)
+		return r; /* the caller knows whether that is an error */
+	if (r < 0)
+		return fail(nl, ifname, OP_LINK, r, "read interface");
+	r = state_for(statedir, ifname, &v.link, &st, stale_ifb);
+	if (r < 0)
+		return r;
+	v.has_state = st.egress || st.ingress;
+	snprintf(v.overhead_reason, sizeof(v.overhead_reason), "%s", st.overhead_reason);
+	snprintf(v.source, sizeof(v.source), "%s", st.source);
+	if (st.egress)
+		snprintf(v.orig_kind, sizeof(v.orig_kind), "%s", st.orig_kind);
+
+	snprintf(v.egress.dev, sizeof(v.egress.dev), "%s", ifname);
+	r = netlink_qdisc_root(nl, v.link.ifindex, &v.egress.qdisc);
+	if (r < 0 && r != -ENOENT) {
+		fail(nl, ifname, OP_CAKE, r, "read root qdisc");
+		goto out;
+	}
+	v.egress.shaped = r == 0 && !strcmp(v.egress.qdisc.kind, "cake");
+	v.egress.managed = v.egress.shaped && st.egress;
+
+	shape_ifb_name(ifname, v.ingress.dev);
+	r = netlink_ingress_get(nl, v.link.ifindex, &present, &redirect);
+	if (r < 0) {
+		fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
+		goto out;
+	}
+	if (present && redirect && netlink_link_get_index(nl, redirect, &ifbl) == 0) {
+		snprintf(v.ingress.dev, sizeof(v.ingress.dev), "%s", ifbl.name);
+		r = netlink_qdisc_root(nl, redirect, &v.ingress.qdisc);
+		if (r < 0 && r != -ENOENT) {
+			fail(nl, ifname, OP_CAKE, r, "read IFB root qdisc");
+			goto out;
+		}
+		v.ingress.shaped = r == 0 && !strcmp(v.ingress.qdisc.kind, "cake");
+		v.ingress.managed = v.ingress.shaped && st.ingress && !strcmp(st.ifb, ifbl.name);
+	}
+	r = 0;
+	*out = v;
+out:
+	if (r < 0)
+		shape_view_clear(&v);
+	shape_state_clear(&st);
+	return r;
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The shaping engine: what `set`, `clear` and `show` do to one interface,
+ * built on the netlink module and the state files. A failed `set` undoes
+ * whatever it had done, so nothing is left half-configured.
+ *
+ * These functions log their one error line themselves (they know the
+ * interface, the operation and the kernel's reason) and return -errno.
+ */
+#ifndef WGSHAPE_SHAPE_H
+#define WGSHAPE_SHAPE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shape/cake.h"
+#include "netlink/kernel.h"
+
+enum dir_action {
+	DIR_KEEP, /* not named: left as it is (options still apply if shaped) */
+	DIR_SET,
+	DIR_OFF,
+};
+
+struct shape_request {
+	enum dir_action egress, ingress;
+	uint64_t egress_rate, ingress_rate; /* bytes/s, with DIR_SET */
+	/* Options for every direction set; rate and the ingress flag are ours to add. */
+	struct cake_opts opts;
+	/* overhead not in opts: "auto", from the tunnel's endpoints + link_overhead */
+	int link_overhead;
+	/* "overhead auto" or link-overhead was said: a hand-set overhead gives way */
+	bool overhead_auto;
+	/* who asks, kept for show: "set" when NULL, "config FILE:LINE", ... */
+	const char *source;
+};
+
+/* The IFB wgshape uses for ifname's download: "ifb4" + ifname, cut to 15. */
+void shape_ifb_name(const char *ifname, char out[IFNAME_SIZE]);
+
+int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
+	      const struct shape_request *req);
+/*
+ * Remove both directions and put back what was there. Idempotent. For an
+ * interface that is gone, removes its IFB and state.
+ */
+int shape_clear(struct netlink *nl, const char *statedir, const char *ifname);
+
+struct shape_dir_view {
+	bool shaped; /* cake is in place */
+	bool managed; /* wgshape put it there (state agrees with the kernel) */
+	char dev[IFNAME_SIZE]; /* where cake sits: IFACE or its IFB */
+	struct qdisc_info qdisc; /* as the kernel reports it */
+};
+
+struct shape_view {
+	struct link_info link;
+	bool has_state;
+	char source[256];
+	char overhead_reason[192];
+	char orig_kind[32]; /* what clear puts back on egress */
+	struct shape_dir_view egress, ingress;
+};
+
+/*
+ * Read everything back from the kernel (nothing is taken from memory but the
+ * reasons). -ENODEV, without a message, when ifname does not exist.
+ */
+int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
+	       struct shape_view *out);
+void shape_view_clear(struct shape_view *v);
+
+#endif

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What wgshape must remember to undo its work: the root qdisc an interface had
+ * before wgshape first touched it, and the IFB it made. One small key file per
+ * interface in the state directory (default /run/wgshape), written atomically.
+ */
+#ifndef WGSHAPE_STATE_H
+#define WGSHAPE_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct shape_state {
+	int ifindex; /* of the interface when saved: a recreated one is not ours */
+	bool egress; /* our cake is the root qdisc; orig_* say what to put back */
+	char orig_kind[32];
+	uint32_t orig_handle; /* 0: the kernel's default, put back by deleting ours */
+	void *orig_options; /* raw TCA_OPTIONS, owned */
+	size_t orig_options_len;
+	bool ingress; /* our ingress qdisc + redirect + IFB */
+	char ifb[16];
+	char overhead_reason[192]; /* why the overhead is what it is, for show */
+	int overhead; /* the overhead sent, so a hand-set one can be sent again */
+	char source[256]; /* who asked: "set", "config", ... (for show, and what apply may undo) */
+};
+
+/*
+ * Interface names are per network namespace, so is our state: in a namespace
+ * other than PID 1's, base/netns-<inode>. Free with g_free().
+ */
+char *state_dir_for_netns(const char *base);
+
+void shape_state_clear(struct shape_state *st);
+/* -ENOENT when there is no state for ifname. */
+int state_load(const char *dir, const char *ifname, struct shape_state *out);
+/* Atomic: a reader sees the old file or the new one, never a torn one. */
+int state_save(const char *dir, const char *ifname, const struct shape_state *st);
+/* 0 also when there was nothing to remove. */
+int state_remove(const char *dir, const char *ifname);
+/* Names with saved state, sorted; free with g_strfreev(). Empty when dir is missing. */
+int state_list(const char *dir, char ***names);
+
+/*
+ * A hold on an interface: `tune` is measuring it, so the daemon, `apply` and the
+ * dispatcher hook leave its shaping alone until the holder ends. The file
+ * <ifname>.hold in the state directory names the holder's PID; one whose
+ * process is gone (killed, say) counts as no hold.
+ */
+/* 0; -EBUSY with *holder set when another live process holds it; -errno. */
+int state_hold(const char *dir, const char *ifname, pid_t *holder);
+/* Removes the hold if it is this process's. */
+void state_release(const char *dir, const char *ifname);
+/* The PID of the live process that holds ifname; 0 if none. */
+pid_t state_holder(const char *dir, const char *ifname);
+
+#endif
