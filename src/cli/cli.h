@@ -32,7 +32,8 @@ int serve_main(int argc, char **argv, const struct cli *cli);
 int tune_main(int argc, char **argv, const struct cli *cli);
 
 
-extern const char set_usage[], show_usage[], clear_usage[], apply_usage[], check_config_usage[],
+void set_help(void);
+extern const char show_usage[], clear_usage[], apply_usage[], check_config_usage[],
 	daemon_usage[], dispatch_usage[];
 extern const char serve_usage[], tune_usage[];
 

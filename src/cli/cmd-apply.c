@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <json-glib/json-glib.h>
+#include <glib.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
@@ -13,6 +13,7 @@
 #include "nm/nm.h"
 #include "config/reconcile.h"
 #include "shape/units.h"
+#include "util/print.h"
 
 const char apply_usage[] =
 	"Usage: wgshape [-c FILE] apply [IFACE]\n"
@@ -35,10 +36,6 @@ int apply_main(int argc, char **argv, const struct cli *cli)
 	struct link_info link;
 	int r;
 
-	if (cli_wants_help(argc, argv)) {
-		fputs(apply_usage, stdout);
-		return EXIT_OK;
-	}
 	if (argc > 2) {
 		log_err("apply: takes at most one IFACE (see wgshape apply --help)");
 		return EXIT_USAGE;
@@ -90,84 +87,56 @@ static const char *dir_name(enum dir_action a)
 	return names[a];
 }
 
+static void check_config_iface(const struct config *cfg, const struct conf_iface *c)
+{
+	bool idle = c->req.egress == DIR_KEEP && c->req.ingress == DIR_KEEP;
+	g_autofree char *words = NULL;
+
+	g_ptr_array_add(c->words, NULL);
+	words = g_strjoinv(" ", (char **)c->words->pdata);
+	g_ptr_array_remove_index(c->words, c->words->len - 1);
+	print_open_object(NULL);
+	print_string("name", "[interface %s]", c->name);
+	print_bool("glob", NULL, c->glob);
+	print_string("set", "  %s", words);
+	print_text("%s%s", *words ? " " : "",
+		   c->req.opts.has & CAKE_HAS_OVERHEAD ? "" : "overhead auto");
+	print_string("where", "  (%s)", c->where);
+	print_text("%s\n", idle ? "  does nothing: no egress or ingress" : "");
+	print_string("egress", NULL, dir_name(c->req.egress));
+	print_uint("egress_rate", NULL, c->req.egress_rate * 8);
+	print_string("ingress", NULL, dir_name(c->req.ingress));
+	print_uint("ingress_rate", NULL, c->req.ingress_rate * 8);
+	print_bool("enforce", NULL, c->enforce < 0 ? cfg->enforce : c->enforce);
+	print_close_object();
+}
+
 int check_config_main(int argc, char **argv, const struct cli *cli)
 {
 	g_autoptr(config_t) cfg = NULL;
-	g_autoptr(JsonBuilder) j = json_builder_new();
-	bool bad;
 
-	if (cli_wants_help(argc, argv)) {
-		fputs(check_config_usage, stdout);
-		return EXIT_OK;
-	}
 	if (argc != 1) {
-		log_err("check-config: takes no words (see wgshape check-config --help)");
+		log_err("check-config: takes no words; options go before the command "
+			"(wgshape -c FILE check-config; see wgshape check-config --help)");
 		return EXIT_USAGE;
 	}
 	cfg = config_load_logged(cli->config_path);
 	if (!cfg)
 		return EXIT_FAIL;
-	bad = cfg->warnings->len > 0;
 
-	json_builder_begin_object(j);
-	json_builder_set_member_name(j, "interfaces");
-	json_builder_begin_array(j);
-	for (guint i = 0; i < cfg->ifaces->len; i++) {
-		const struct conf_iface *c = cfg->ifaces->pdata[i];
-		g_autofree char *words = NULL;
-
-		g_ptr_array_add(c->words, NULL);
-		words = g_strjoinv(" ", (char **)c->words->pdata);
-		g_ptr_array_remove_index(c->words, c->words->len - 1);
-		if (!cli->json) {
-			bool idle = c->req.egress == DIR_KEEP && c->req.ingress == DIR_KEEP;
-
-			printf("[interface %s]  %s%s%s  (%s)%s\n", c->name, words, *words ? " " : "",
-			       c->req.opts.has & CAKE_HAS_OVERHEAD ? "" : "overhead auto", c->where,
-			       idle ? "  does nothing: no egress or ingress" : "");
-			continue;
-		}
-		json_builder_begin_object(j);
-		json_builder_set_member_name(j, "name");
-		json_builder_add_string_value(j, c->name);
-		json_builder_set_member_name(j, "glob");
-		json_builder_add_boolean_value(j, c->glob);
-		json_builder_set_member_name(j, "where");
-		json_builder_add_string_value(j, c->where);
-		json_builder_set_member_name(j, "egress");
-		json_builder_add_string_value(j, dir_name(c->req.egress));
-		json_builder_set_member_name(j, "egress_rate");
-		json_builder_add_int_value(j, (gint64)c->req.egress_rate * 8);
-		json_builder_set_member_name(j, "ingress");
-		json_builder_add_string_value(j, dir_name(c->req.ingress));
-		json_builder_set_member_name(j, "ingress_rate");
-		json_builder_add_int_value(j, (gint64)c->req.ingress_rate * 8);
-		json_builder_set_member_name(j, "set");
-		json_builder_add_string_value(j, words);
-		json_builder_set_member_name(j, "enforce");
-		json_builder_add_boolean_value(j, c->enforce < 0 ? cfg->enforce : c->enforce);
-		json_builder_end_object(j);
-	}
-	json_builder_end_array(j);
-	json_builder_set_member_name(j, "enforce");
-	json_builder_add_boolean_value(j, cfg->enforce);
-	json_builder_set_member_name(j, "clear_on_exit");
-	json_builder_add_boolean_value(j, cfg->clear_on_exit);
-	json_builder_set_member_name(j, "warnings");
-	json_builder_begin_array(j);
+	print_begin(cli->json);
+	print_open_object(NULL);
+	print_open_array("interfaces");
+	for (guint i = 0; i < cfg->ifaces->len; i++)
+		check_config_iface(cfg, cfg->ifaces->pdata[i]);
+	print_close_array();
+	print_bool("enforce", "[daemon]  enforce %s", cfg->enforce);
+	print_bool("clear_on_exit", ", clear-on-exit %s\n", cfg->clear_on_exit);
+	print_open_array("warnings");
 	for (guint i = 0; i < cfg->warnings->len; i++)
-		json_builder_add_string_value(j, cfg->warnings->pdata[i]);
-	json_builder_end_array(j);
-	json_builder_end_object(j);
-
-	if (cli->json) {
-		g_autoptr(JsonNode) root = json_builder_get_root(j);
-		g_autofree char *out = json_to_string(root, TRUE);
-
-		puts(out);
-	} else {
-		printf("[daemon]  enforce %s, clear-on-exit %s\n", cfg->enforce ? "yes" : "no",
-		       cfg->clear_on_exit ? "yes" : "no");
-	}
-	return bad ? EXIT_FAIL : EXIT_OK;
+		print_string(PRINT_ELEM, NULL, cfg->warnings->pdata[i]);
+	print_close_array();
+	print_close_object();
+	print_end();
+	return cfg->warnings->len > 0 ? EXIT_FAIL : EXIT_OK;
 }

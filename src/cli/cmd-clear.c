@@ -20,10 +20,6 @@ int clear_main(int argc, char **argv, const struct cli *cli)
 	struct netlink *nl;
 	int r;
 
-	if (cli_wants_help(argc, argv)) {
-		fputs(clear_usage, stdout);
-		return EXIT_OK;
-	}
 	if (argc != 2) {
 		log_err("clear: takes exactly one IFACE (see wgshape clear --help)");
 		return EXIT_USAGE;

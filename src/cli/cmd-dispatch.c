@@ -43,10 +43,6 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 	gint64 t0 = g_get_monotonic_time(), t_nm = 0;
 	int r;
 
-	if (cli_wants_help(argc, argv)) {
-		fputs(dispatch_usage, stdout);
-		return EXIT_OK;
-	}
 	if (argc != 3) {
 		log_err("dispatch: takes IFACE and ACTION (see wgshape dispatch --help)");
 		return EXIT_USAGE;

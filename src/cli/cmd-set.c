@@ -11,23 +11,29 @@
 #include "util/log.h"
 #include "netlink/kernel.h"
 #include "shape/overhead.h"
+#include "shape/cake.h"
 #include "shape/words.h"
 
-const char set_usage[] =
-	"Usage: wgshape set IFACE [egress RATE|off] [ingress RATE|off]\n"
-	"                   [overhead BYTES|auto] [link-overhead BYTES] [mpu BYTES] [rtt TIME]\n"
-	"                   [besteffort|diffserv3|diffserv4|diffserv8|precedence]\n"
-	"                   [nat|nonat] [wash|nowash]\n"
-	"                   [ack-filter|ack-filter-aggressive|no-ack-filter] [memlimit SIZE]\n"
-	"\n"
-	"  egress RATE    cake as IFACE's root qdisc (upload from this host)\n"
-	"  ingress RATE   cake on an IFB fed from IFACE's ingress (download to this host)\n"
-	"  off            remove that direction and put back what was there\n"
-	"  overhead auto  (default) the tunnel's own overhead: 60 bytes for IPv4 peers,\n"
-	"                 80 for IPv6, plus link-overhead for the link under the tunnel\n"
-	"RATE as tc: 85mbit, 500kbit, 1gbit, 10mbps (bytes/s). TIME: 100ms, 50us. SIZE: 4m.\n"
-	"Only the options given reach the kernel; on a qdisc wgshape already set, a change\n"
-	"keeps its handle and counters.\n";
+void set_help(void)
+{
+	char ds[96], ack[96];
+
+	printf("Usage: wgshape set IFACE [egress RATE|off] [ingress RATE|off]\n"
+	       "                   [overhead BYTES|auto] [link-overhead BYTES] [mpu BYTES] [rtt TIME]\n"
+	       "                   [%s]\n"
+	       "                   [nat|nonat] [wash|nowash]\n"
+	       "                   [%s] [memlimit SIZE]\n"
+	       "\n"
+	       "  egress RATE    cake as IFACE's root qdisc (upload from this host)\n"
+	       "  ingress RATE   cake on an IFB fed from IFACE's ingress (download to this host)\n"
+	       "  off            remove that direction and put back what was there\n"
+	       "  overhead auto  (default) the tunnel's own overhead: 60 bytes for IPv4 peers,\n"
+	       "                 80 for IPv6, plus link-overhead for the link under the tunnel\n"
+	       "RATE as tc: 85mbit, 500kbit, 1gbit, 10mbps (bytes/s). TIME: 100ms, 50us. SIZE: 4m.\n"
+	       "Only the options given reach the kernel; on a qdisc wgshape already set, a change\n"
+	       "keeps its handle and counters.\n",
+	       cake_diffserv_choices("|", ds, sizeof(ds)), cake_ack_choices("|", ack, sizeof(ack)));
+}
 
 int set_main(int argc, char **argv, const struct cli *cli)
 {
@@ -36,10 +42,6 @@ int set_main(int argc, char **argv, const struct cli *cli)
 	char err[256];
 	int r;
 
-	if (cli_wants_help(argc, argv)) {
-		fputs(set_usage, stdout);
-		return EXIT_OK;
-	}
 	if (argc < 3) {
 		log_err("set: needs IFACE and what to set, e.g. egress 85mbit (see wgshape set --help)");
 		return EXIT_USAGE;

@@ -23,8 +23,6 @@
 #include "util/log.h"
 #include "shape/state.h"
 
-static int help_main(int argc, char **argv, const struct cli *cli);
-
 #ifdef WGSHAPE_MEASURE
 #define MEASURE(fn) fn
 #define MEASURE_TEXT(text) text
@@ -58,21 +56,37 @@ static int exec_measure(int argc, char **argv, const struct cli *cli)
 }
 #endif
 
-static const struct {
+static int help_main(int argc, char **argv, const struct cli *cli);
+
+/*
+ * Every command, once: what runs it, its line in the usage, and its own help
+ * (a text, or a function where the text comes from a table). A NULL help in
+ * wgshape is a command of wgshape-measure, which gives its help itself.
+ */
+static const struct command {
 	const char *name;
 	int (*fn)(int argc, char **argv, const struct cli *cli);
 	const char *summary;
+	const char *usage;
+	void (*help)(void);
 } commands[] = {
-	{ "set", set_main, "attach or change cake on an interface (egress, ingress via IFB)" },
-	{ "show", show_main, "show shaping as the kernel reports it, with cake's statistics" },
-	{ "clear", clear_main, "remove shaping and put back what was there before" },
-	{ "apply", apply_main, "apply the configuration once (idempotent)" },
-	{ "check-config", check_config_main, "validate the configuration and print it" },
-	{ "daemon", daemon_main, "keep interfaces shaped as configured (systemd service)" },
-	{ "dispatch", dispatch_main, "NetworkManager dispatcher hook: follow the network" },
-	{ "tune", MEASURE(tune_main), "find the highest rate that keeps latency at the idle level" },
-	{ "serve", MEASURE(serve_main), "the far end of tune: load and echo for tunnel peers" },
-	{ "help", help_main, "show this help, or a command's" },
+	{ "set", set_main, "attach or change cake on an interface (egress, ingress via IFB)",
+	  NULL, set_help },
+	{ "show", show_main, "show shaping as the kernel reports it, with cake's statistics",
+	  show_usage },
+	{ "clear", clear_main, "remove shaping and put back what was there before", clear_usage },
+	{ "apply", apply_main, "apply the configuration once (idempotent)", apply_usage },
+	{ "check-config", check_config_main, "validate the configuration and print it",
+	  check_config_usage },
+	{ "daemon", daemon_main, "keep interfaces shaped as configured (systemd service)",
+	  daemon_usage },
+	{ "dispatch", dispatch_main, "NetworkManager dispatcher hook: follow the network",
+	  dispatch_usage },
+	{ "tune", MEASURE(tune_main), "find the highest rate that keeps latency at the idle level",
+	  MEASURE_TEXT(tune_usage) },
+	{ "serve", MEASURE(serve_main), "the far end of tune: load and echo for tunnel peers",
+	  MEASURE_TEXT(serve_usage) },
+	{ "help", help_main, "show this help, or a command's", NULL },
 };
 
 static void usage(FILE *f)
@@ -83,7 +97,7 @@ static void usage(FILE *f)
 	      f);
 	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
 		fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
-	fputs("\nOptions:\n"
+	fputs("\nOptions (before the command; -j may follow it too):\n"
 	      "  -j, --json     JSON output (base units: bit/s, bytes, microseconds)\n"
 	      "  -v, --verbose  say more\n"
 	      "  -c, --config FILE  configuration (default " CONFIG_DEFAULT_PATH ")\n"
@@ -93,35 +107,42 @@ static void usage(FILE *f)
 	      f);
 }
 
+static const struct command *command(const char *name)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+/* The command's help on stdout; false when this program does not have it. */
+static bool command_help(const struct command *c)
+{
+	if (c->help)
+		c->help();
+	else if (c->usage)
+		fputs(c->usage, stdout);
+	else
+		return false;
+	return true;
+}
+
 static int help_main(int argc, char **argv, const struct cli *cli)
 {
-	static const struct {
-		const char *name;
-		const char *text;
-	} texts[] = {
-		{ "set", set_usage },	  { "show", show_usage },
-		{ "clear", clear_usage }, { "apply", apply_usage },
-		{ "check-config", check_config_usage }, { "daemon", daemon_usage },
-		{ "dispatch", dispatch_usage },
-		{ "tune", MEASURE_TEXT(tune_usage) },
-		{ "serve", MEASURE_TEXT(serve_usage) },
-	};
+	const struct command *c;
 
-	if (argc < 2 || cli_wants_help(argc, argv)) {
+	if (argc < 2 || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return EXIT_OK;
 	}
-	for (size_t i = 0; i < G_N_ELEMENTS(texts); i++)
-		if (!strcmp(argv[1], texts[i].name)) {
-#ifndef WGSHAPE_MEASURE
-			if (!texts[i].text)
-				return exec_measure(argc, argv, cli);
-#endif
-			fputs(texts[i].text, stdout);
-			return EXIT_OK;
-		}
-	log_err("help: no command '%s' (see wgshape help)", argv[1]);
-	return EXIT_USAGE;
+	c = command(argv[1]);
+	if (!c) {
+		log_err("help: no command '%s' (see wgshape help)", argv[1]);
+		return EXIT_USAGE;
+	}
+	if (command_help(c))
+		return EXIT_OK;
+	return c->fn(argc, argv, cli); /* wgshape-measure's help */
 }
 
 int main(int argc, char **argv)
@@ -136,16 +157,17 @@ int main(int argc, char **argv)
 	};
 	struct cli cli = { 0 };
 	g_autofree char *statedir = NULL;
+	const struct command *c;
 	const char *env;
-	int c;
+	int opt;
 
 #ifndef WGSHAPE_MEASURE
 	argv_as_given = g_memdup2(argv, ((gsize)argc + 1) * sizeof(*argv));
 #endif
 	opterr = 0; /* one line of our own instead */
 	/* Stop at the command: its own words (and -h) are its business. */
-	while ((c = getopt_long(argc, argv, "+jvhVc:", opts, NULL)) != -1) {
-		switch (c) {
+	while ((opt = getopt_long(argc, argv, "+jvhVc:", opts, NULL)) != -1) {
+		switch (opt) {
 		case 'j':
 			cli.json = true;
 			break;
@@ -187,9 +209,12 @@ int main(int argc, char **argv)
 		argc--;
 		i--;
 	}
-	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
-		if (!strcmp(argv[0], commands[i].name))
-			return commands[i].fn(argc, argv, &cli);
-	log_err("'%s' is not a command (see wgshape help)", argv[0]);
-	return EXIT_USAGE;
+	c = command(argv[0]);
+	if (!c) {
+		log_err("'%s' is not a command (see wgshape help)", argv[0]);
+		return EXIT_USAGE;
+	}
+	if (c->fn != help_main && cli_wants_help(argc, argv) && command_help(c))
+		return EXIT_OK;
+	return c->fn(argc, argv, &cli);
 }

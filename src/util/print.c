@@ -147,6 +147,14 @@ void print_null(const char *key, const char *fmt)
 	}
 }
 
+void print_flag(const char *key, bool value, const char *yes, const char *no)
+{
+	if (!builder)
+		fputs(value ? yes : no, stdout);
+	else if (key && member(key))
+		json_builder_add_boolean_value(builder, value);
+}
+
 void print_uint_as(const char *key, const char *fmt, uint64_t value, const char *shown)
 {
 	if (!builder)

@@ -46,6 +46,8 @@ void print_double(const char *key, const char *fmt, double value);
 /* text: fmt with "yes"/"no" unless a NULL fmt */
 void print_bool(const char *key, const char *fmt, bool value);
 void print_null(const char *key, const char *text);
+/* JSON: true or false; text: the yes or the no words as they are. */
+void print_flag(const char *key, bool value, const char *yes, const char *no);
 /* A number for JSON whose text is already spelled out (a rate in tc's units). */
 void print_uint_as(const char *key, const char *fmt, uint64_t value, const char *shown);
 /* Text only. */

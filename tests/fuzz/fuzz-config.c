@@ -11,8 +11,8 @@
 #include <string.h>
 #include <glib.h>
 
-#include "cli/cli.h"
 #include "config/config.h"
+#include "shape/words.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

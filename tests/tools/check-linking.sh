@@ -1,0 +1,34 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# check-linking.sh BUILDDIR: install the build into a scratch DESTDIR and ask
+# ldd what the installed programs load. wgshape (the dispatcher hook, set,
+# show, the daemon) must load neither libcurl nor libmicrohttpd, whatever the
+# linker's --as-needed does (the split is in meson's dependency lists);
+# wgshape-measure, which runs tune and serve, must load both (or this check
+# would pass on a build that dropped them everywhere).
+set -u
+build=$1
+dest=$(mktemp -d "${TMPDIR:-/tmp}/wgshape-install.XXXXXX")
+trap 'rm -rf "$dest"' EXIT
+meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null 2>&1 ||
+	{ echo "FAIL meson install -C $build --destdir $dest"; exit 1; }
+core=$(find "$dest" -type f -name wgshape -perm -u+x | head -1)
+measure=$(find "$dest" -type f -name wgshape-measure -perm -u+x | head -1)
+[ -n "$core" ] && [ -n "$measure" ] || { echo "FAIL wgshape or wgshape-measure not installed"; exit 1; }
+fails=0
+check() { # WHAT PROGRAM WANT(yes|no) LIB
+	if ldd "$2" | grep -q "$4"; then got=yes; else got=no; fi
+	if [ "$got" = "$3" ]; then
+		echo "ok   $1 ${2#"$dest"} loads $4: $got"
+	else
+		echo "FAIL $1 ${2#"$dest"} loads $4: $got, expected $3"
+		fails=$((fails + 1))
+	fi
+}
+check core "$core" no libcurl
+check core "$core" no libmicrohttpd
+check measure "$measure" yes libcurl
+check measure "$measure" yes libmicrohttpd
+echo "wgshape loads $(ldd "$core" | grep -c '=>') shared libraries, wgshape-measure $(ldd "$measure" | grep -c '=>')"
+[ "$fails" = 0 ]
