@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
 #include <glib.h>
 #include <glib-unix.h>
 
@@ -165,7 +164,7 @@ int serve_main(int argc, char **argv, const struct cli *cli)
 	if (r)
 		return r;
 	for (size_t i = 0; i < n; i++) {
-		char name[INET6_ADDRSTRLEN + IFNAME_SIZE + 2];
+		char name[SERVE_ADDR_STR_SIZE];
 
 		if (addrs[i].tunnel)
 			continue;

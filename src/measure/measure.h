@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The load/probe module: the instruments wgshape tune drives. The only file
- * that includes <curl/curl.h>; no curl type crosses this header.
+ * The load/probe module: the instruments wgshape tune drives. The only module
+ * that includes <curl/curl.h>; no curl type crosses this header. What it
+ * speaks to wgshape serve is proto/tune.h.
  *
  * measure_run() blocks for one run: it loads the path with N parallel HTTP/1.1
  * streams (libcurl multi, fresh connections) and at the same time sends
@@ -42,11 +43,13 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "proto/tune.h"
+
 #define MEASURE_WARMUP_MS 1000
 #define MEASURE_PROBE_INTERVAL_MS 100
 #define MEASURE_PROBE_TIMEOUT_MS 1000
 #define MEASURE_PROGRESS_MS 250
-#define MEASURE_UDP_PORT 4780 /* wgshape serve */
+#define MEASURE_UDP_PORT TUNE_PORT /* wgshape serve */
 #define MEASURE_MSG_SIZE 256
 
 enum measure_probe {
@@ -93,7 +96,7 @@ struct measure_config {
 	enum measure_icmp icmp;
 
 	enum measure_load load;
-	/* http or https. wgshape serve: http://HOST:4780/download, .../upload. A
+	/* http or https; wgshape serve's is tune_url()'s. A
 	 * transfer that ends before the run (a file, serve's per-request cap) is
 	 * made again on a fresh connection; redirects are not followed. */
 	const char *url;

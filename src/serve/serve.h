@@ -1,24 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * wgshape serve, the far end of `wgshape tune`: on each listening address an
+ * wgshape serve, the far end of `wgshape tune` (the protocol, with its paths,
+ * port and datagram limit, is proto/tune.h): on each listening address an
  * HTTP/1.1 server (libmicrohttpd, its own threads) and a UDP echo (a GLib
  * loop in a thread of its own), both on the same port number.
  *
- *   GET /download[?seconds=S]  200 application/octet-stream: zero bytes, chunked,
- *                              until the client closes or S (at most the cap) ran out
- *   POST /upload[?seconds=S]   reads and discards the body (Content-Length or
- *                              chunked); 200 application/json {"bytes":N,"seconds":S}
- *                              when it ends; one still coming after S (at most the
- *                              cap) is cut: the connection is closed, no answer
- *   GET /                      200 text/plain "wgshape serve VERSION\n"
- *   anything else              404; a load stream past the cap 503; bad seconds 400
- *   UDP                        a datagram of at most 64 bytes goes back verbatim to
- *                              its sender, within a per-address token bucket;
- *                              larger ones and ones from ports below 1024 or from
- *                              our own port (another echo: a loop) are dropped
- *
  * The caps keep it from being a flood source: concurrent load streams, the
- * duration of one request, idle connections, echoes per source address.
+ * duration of one request, idle connections, echoes per source address (a
+ * token bucket each).
  */
 #ifndef WGSHAPE_SERVE_H
 #define WGSHAPE_SERVE_H
@@ -26,14 +15,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 
 #include "netlink/kernel.h"
+#include "proto/tune.h"
 
-#define SERVE_PORT_DEFAULT 4780
+#define SERVE_PORT_DEFAULT TUNE_PORT
 #define SERVE_MAX_STREAMS 16
 #define SERVE_MAX_SECONDS 60
 #define SERVE_CONN_TIMEOUT 10 /* seconds without traffic on a connection */
-#define SERVE_UDP_MAX 64 /* bytes: probes, not payload */
+#define SERVE_UDP_MAX TUNE_UDP_MAX /* bytes: probes, not payload */
 #define SERVE_UDP_RATE 50 /* datagrams/s per source address */
 #define SERVE_UDP_BURST 50
 
@@ -95,6 +86,7 @@ int serve_pick_addresses(const struct link_info *links, size_t n_links,
 			 struct serve_addr **out, size_t *n_out, char *err, size_t errlen);
 
 /* "10.0.0.1", "fd00::1", "fe80::1%wg0" (scope by name when ifname is set). */
+#define SERVE_ADDR_STR_SIZE (INET6_ADDRSTRLEN + 1 + IFNAME_SIZE)
 void serve_addr_str(const struct serve_addr *a, char *buf, size_t len);
 
 /* A token bucket: rate tokens/s up to burst, full when new. Pure: the caller gives the time. */

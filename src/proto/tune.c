@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proto/tune.h"
+
+_Static_assert(TUNE_PROBE_SIZE <= TUNE_UDP_MAX, "a probe must fit the echo");
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+int tune_probe_encode(const struct tune_probe *p, void *buf, size_t size)
+{
+	uint8_t *b = buf;
+
+	if (size < TUNE_PROBE_SIZE)
+		return -ENOBUFS;
+	put_be32(b, TUNE_PROBE_MAGIC);
+	put_be32(b + 4, p->token);
+	put_be32(b + 8, p->seq);
+	put_be32(b + 12, 0);
+	put_be64(b + 16, p->sent_ns);
+	return 0;
+}
+
+int tune_probe_parse(const void *buf, size_t len, struct tune_probe *out)
+{
+	const uint8_t *b = buf;
+
+	if (len < TUNE_PROBE_SIZE || get_be32(b) != TUNE_PROBE_MAGIC)
+		return -EBADMSG;
+	*out = (struct tune_probe){
+		.token = get_be32(b + 4),
+		.seq = get_be32(b + 8),
+		.sent_ns = get_be64(b + 16),
+	};
+	return 0;
+}
+
+bool tune_echo_accept(size_t len, uint16_t from_port, uint16_t own_port)
+{
+	return len <= TUNE_UDP_MAX && from_port >= 1024 && from_port != own_port;
+}
+
+int tune_url(char *buf, size_t size, const char *host, uint16_t port, bool upload,
+	     unsigned int seconds)
+{
+	const char *path = upload ? TUNE_PATH_UPLOAD : TUNE_PATH_DOWNLOAD;
+	bool v6 = strchr(host, ':') != NULL;
+	char query[32] = "";
+	int n;
+
+	if (seconds)
+		snprintf(query, sizeof(query), "?" TUNE_ARG_SECONDS "=%u", seconds);
+	n = snprintf(buf, size, "http://%s%s%s:%u%s%s", v6 ? "[" : "", host, v6 ? "]" : "", port,
+		     path, query);
+	if (n < 0 || (size_t)n >= size)
+		return -ENOBUFS;
+	return 0;
+}

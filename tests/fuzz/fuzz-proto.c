@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * libFuzzer target for the tune/serve protocol's codec (proto/tune.h): the
+ * probe parser reads what comes back from the network. Beyond not crashing,
+ * what it accepts must encode back to the same bytes (the reserved word
+ * aside) and parse again to the same probe; what it refuses must be short or
+ * carry another magic. The echo's rule and the URL builder get the same
+ * bytes as lengths, ports and a host.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/tune.h"
+#include "fuzz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void check_probe(const uint8_t *data, size_t size)
+{
+	/* A heap copy of exactly size bytes: ASan sees a read past it. */
+	uint8_t *copy = malloc(size ? size : 1);
+	uint8_t back[TUNE_PROBE_SIZE];
+	struct tune_probe p, again;
+	int r;
+
+	require(copy);
+	memcpy(copy, data, size);
+	r = tune_probe_parse(copy, size, &p);
+	if (r < 0) {
+		require(r == -EBADMSG);
+		require(size < TUNE_PROBE_SIZE || be32(copy) != TUNE_PROBE_MAGIC);
+		free(copy);
+		return;
+	}
+	require(size >= TUNE_PROBE_SIZE && be32(copy) == TUNE_PROBE_MAGIC);
+	require(tune_probe_encode(&p, back, sizeof(back)) == 0);
+	require(memcmp(back, copy, 12) == 0);
+	require(memcmp(back + 16, copy + 16, 8) == 0);
+	require(tune_probe_parse(back, sizeof(back), &again) == 0);
+	require(again.token == p.token && again.seq == p.seq && again.sent_ns == p.sent_ns);
+	free(copy);
+}
+
+static void check_echo(const uint8_t *data, size_t size)
+{
+	uint16_t from = size >= 2 ? (uint16_t)(data[0] << 8 | data[1]) : 0;
+	uint16_t own = size >= 4 ? (uint16_t)(data[2] << 8 | data[3]) : 0;
+	bool yes = tune_echo_accept(size, from, own);
+
+	require(yes == (size <= TUNE_UDP_MAX && from >= 1024 && from != own));
+}
+
+/* The rest of the bytes as a host, into a buffer of every size up to the URL's. */
+static void check_url(const uint8_t *data, size_t size)
+{
+	char *host, full[1024];
+	uint16_t port;
+	bool upload;
+	unsigned int seconds;
+	size_t need;
+	int r;
+
+	if (size < 4 || size > 512)
+		return;
+	port = (uint16_t)(data[0] << 8 | data[1]);
+	upload = data[2] & 1;
+	seconds = data[3];
+	host = strndup((const char *)data + 4, size - 4);
+	require(host);
+	require(tune_url(full, sizeof(full), host, port, upload, seconds) == 0);
+	need = strlen(full) + 1;
+	for (size_t len = need - 1; len <= need; len++) {
+		char *buf = malloc(len);
+
+		require(buf);
+		r = tune_url(buf, len, host, port, upload, seconds);
+		require(r == (len < need ? -ENOBUFS : 0));
+		require(strlen(buf) < len && strncmp(buf, full, len - 1) == 0);
+		free(buf);
+	}
+	free(host);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	check_probe(data, size);
+	check_echo(data, size);
+	check_url(data, size);
+	return 0;
+}
