@@ -55,9 +55,7 @@ int apply_main(int argc, char **argv, const struct cli *cli)
 		rc.n_nets = nets->n;
 		rc.nets_unknown = !nets->running || nets->settling;
 	}
-	r = netlink_open(&rc.nl);
-	if (r < 0) {
-		log_err("netlink: %s", strerror(-r));
+	if (cli_netlink_open(&rc.nl) < 0) {
 		nm_nets_free(nets);
 		return EXIT_FAIL;
 	}

@@ -59,9 +59,7 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 	t_nm = g_get_monotonic_time();
 	nm_nets_get(&nets);
 	t_nm = g_get_monotonic_time() - t_nm;
-	r = netlink_open(&rc.nl);
-	if (r < 0) {
-		log_err("netlink: %s", g_strerror(-r));
+	if (cli_netlink_open(&rc.nl) < 0) {
 		nm_nets_free(nets);
 		return EXIT_FAIL;
 	}
