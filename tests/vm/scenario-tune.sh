@@ -5,7 +5,7 @@
 # (10 ms each way, 1.2 s of buffer), outside the tunnel, like a cable modem.
 # The lab runs under TCG, where WireGuard alone moves 20-100 Mbit/s, so the
 # line is a third of what the VM moves unshaped, 10 Mbit/s at most and
-# 6 Mbit/s at least (load.sh, scale_line); the output names the line used.
+# 8 Mbit/s at least (load.sh, scale_line); the output names the line used.
 # WGSHAPE_LAB_CAPACITY caps the measured capacity, to run it as a slower
 # machine would.
 #

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # load.sh's line_for_capacity, without a VM: the tune scenarios' line is a
-# third of what the VM moves, clamped to 6..10 Mbit/s, with 1.2 s of buffer,
+# third of what the VM moves, clamped to 8..10 Mbit/s, with 1.2 s of buffer,
 # and only a VM that cannot carry the floor is refused.
 . "$(dirname "$0")/lib.sh"
 . "$LAB_DIR/load.sh"
@@ -15,12 +15,11 @@ done <<'T'
 200000000 10000kbit 1000
 30000000 10000kbit 1000
 29999999 9900kbit 990
-22270000 7400kbit 740
-21000000 7000kbit 700
-18000000 6000kbit 600
-15000000 6000kbit 600
-9000000 6000kbit 600
-8999999 refused
+27000000 9000kbit 900
+24000000 8000kbit 800
+22270000 8000kbit 800
+12000000 8000kbit 800
+11999999 refused
 0 refused
 T
 finish
