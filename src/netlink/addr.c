@@ -9,16 +9,14 @@
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
 
+#include <glib.h>
+
 #include "internal.h"
 
-struct addr_dump {
-	struct addr_info *addrs;
-	size_t n, cap;
-};
 
 static int collect_addr(struct nl_msg *msg, void *arg)
 {
-	struct addr_dump *d = arg;
+	GArray *arr = arg;
 	struct nlmsghdr *hdr = nlmsg_hdr(msg);
 	struct ifaddrmsg *ifa = nlmsg_data(hdr);
 	struct nlattr *tb[IFA_MAX + 1], *a;
@@ -46,23 +44,14 @@ static int collect_addr(struct nl_msg *msg, void *arg)
 	info.scope = ifa->ifa_scope;
 	info.flags = tb[IFA_FLAGS] ? nla_get_u32(tb[IFA_FLAGS]) : ifa->ifa_flags;
 
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 16;
-		struct addr_info *p = realloc(d->addrs, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		d->addrs = p;
-		d->cap = cap;
-	}
-	d->addrs[d->n++] = info;
+	g_array_append_val(arr, info);
 	return 0;
 }
 
 int netlink_addr_list(struct netlink *nl, struct addr_info **out, size_t *n)
 {
 	struct ifaddrmsg ifa = { .ifa_family = AF_UNSPEC };
-	struct addr_dump d = { 0 };
+	g_autoptr(GArray) arr = g_array_new(FALSE, FALSE, sizeof(struct addr_info));
 	struct nl_msg *msg;
 	int r;
 
@@ -73,12 +62,11 @@ int netlink_addr_list(struct netlink *nl, struct addr_info **out, size_t *n)
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	r = netlink_talk(nl, nl->rt, msg, collect_addr, &d);
-	if (r < 0) {
-		free(d.addrs);
+	r = netlink_talk(nl, nl->rt, msg, collect_addr, arr);
+	if (r < 0)
 		return r;
-	}
-	*out = d.addrs;
-	*n = d.n;
+	*n = arr->len;
+	/* g_malloc is malloc: callers free() it */
+	*out = (struct addr_info *)(void *)g_array_free(g_steal_pointer(&arr), FALSE);
 	return 0;
 }

@@ -9,6 +9,8 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 
+#include <glib.h>
+
 #include "internal.h"
 
 static int parse_link(struct nl_msg *msg, void *arg)
@@ -123,37 +125,24 @@ int netlink_link_del(struct netlink *nl, int ifindex)
 	return r == -ENOENT ? -ENODEV : r;
 }
 
-struct link_dump {
-	struct link_info *links;
-	size_t n, cap;
-};
 
 static int collect_link(struct nl_msg *msg, void *arg)
 {
-	struct link_dump *d = arg;
+	GArray *arr = arg;
 	struct link_info info;
 	int r;
 
 	r = parse_link(msg, &info);
 	if (r < 0 || !info.ifindex)
 		return r;
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 16;
-		struct link_info *p = realloc(d->links, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		d->links = p;
-		d->cap = cap;
-	}
-	d->links[d->n++] = info;
+	g_array_append_val(arr, info);
 	return 0;
 }
 
 int netlink_link_list(struct netlink *nl, struct link_info **out, size_t *n)
 {
 	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
-	struct link_dump d = { 0 };
+	g_autoptr(GArray) arr = g_array_new(FALSE, FALSE, sizeof(struct link_info));
 	struct nl_msg *msg;
 	int r;
 
@@ -165,12 +154,11 @@ int netlink_link_list(struct netlink *nl, struct link_info **out, size_t *n)
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	r = netlink_talk(nl, nl->rt, msg, collect_link, &d);
-	if (r < 0) {
-		free(d.links);
+	r = netlink_talk(nl, nl->rt, msg, collect_link, arr);
+	if (r < 0)
 		return r;
-	}
-	*out = d.links;
-	*n = d.n;
+	*n = arr->len;
+	/* g_malloc is malloc: callers free() it */
+	*out = (struct link_info *)(void *)g_array_free(g_steal_pointer(&arr), FALSE);
 	return 0;
 }

@@ -214,28 +214,27 @@ int parse_rate(const char *s, uint64_t *bytes_per_sec)
 	return parse_units(s, rate_units, UINT64_MAX, bytes_per_sec);
 }
 
-int parse_time(const char *s, uint32_t *usec)
+/* parse_units into a u32, written only on success. */
+static int parse_units32(const char *s, const struct unit *units, uint32_t *out)
 {
 	uint64_t v;
 	int r;
 
-	r = parse_units(s, time_units, UINT32_MAX, &v);
+	r = parse_units(s, units, UINT32_MAX, &v);
 	if (r < 0)
 		return r;
-	*usec = v;
+	*out = (uint32_t)v;
 	return 0;
+}
+
+int parse_time(const char *s, uint32_t *usec)
+{
+	return parse_units32(s, time_units, usec);
 }
 
 int parse_size(const char *s, uint32_t *bytes)
 {
-	uint64_t v;
-	int r;
-
-	r = parse_units(s, size_units, UINT32_MAX, &v);
-	if (r < 0)
-		return r;
-	*bytes = v;
-	return 0;
+	return parse_units32(s, size_units, bytes);
 }
 
 int parse_int_range(const char *s, long min, long max, long *out)
