@@ -92,7 +92,7 @@ static struct config *load_text(const char *text, char **path)
 
 static const struct shape_request *req_of(const struct config *cfg, const char *ifname)
 {
-	const struct conf_iface *c = config_match(cfg, ifname);
+	const struct conf_section *c = config_match(cfg, ifname);
 
 	g_assert_nonnull(c);
 	return &c->req;
@@ -200,7 +200,7 @@ static void test_keys(void)
 		g_autofree char *text = g_strdup_printf("[interface wg0]\n%s\n", t[i].line);
 		g_autofree char *path = NULL;
 		g_autoptr(config_t) cfg = NULL;
-		const struct conf_iface *c;
+		const struct conf_section *c;
 
 		g_test_message("%s", t[i].line);
 		cfg = load_text(text, &path);
@@ -233,7 +233,7 @@ static void test_all_keys(void)
 				   "enforce = no\n";
 	g_autofree char *path = NULL;
 	g_autoptr(config_t) cfg = load_text(text, &path);
-	const struct conf_iface *c = config_match(cfg, "wg0");
+	const struct conf_section *c = config_match(cfg, "wg0");
 
 	g_assert_cmpuint(cfg->warnings->len, ==, 0);
 	g_assert_nonnull(c);
@@ -281,7 +281,7 @@ static void test_enforce_and_daemon(void)
 	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
 		g_autofree char *path = NULL;
 		g_autoptr(config_t) cfg = NULL;
-		const struct conf_iface *c;
+		const struct conf_section *c;
 
 		g_test_message("%s", t[i].text);
 		cfg = load_text(t[i].text, &path);
@@ -584,7 +584,7 @@ static void test_glob_precedence(void)
 
 	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
 		g_autoptr(config_t) cfg = config_new();
-		const struct conf_iface *c;
+		const struct conf_section *c;
 
 		g_test_message("%s -> %s", t[i].ifname, t[i].section ? t[i].section : "none");
 		g_assert_cmpint(config_parse_data(cfg, "t.conf", t[i].text, strlen(t[i].text)), ==,
@@ -648,12 +648,12 @@ static void test_glob(void)
 		g_autofree char *p = g_strescape(t[i].pattern, NULL);
 		g_autofree char *n = g_strescape(t[i].name, NULL);
 		g_autoptr(config_t) cfg = config_new();
-		const struct conf_iface *c;
+		const struct conf_section *c;
 
 		g_test_message("%s vs %s", p, n);
 		g_assert_cmpint(config_parse_data(cfg, "t.conf", text, strlen(text)), ==, 0);
 		g_assert_cmpuint(cfg->ifaces->len, ==, 1);
-		g_assert_true(((struct conf_iface *)cfg->ifaces->pdata[0])->glob);
+		g_assert_true(((struct conf_section *)cfg->ifaces->pdata[0])->glob);
 		c = config_match(cfg, t[i].name);
 		g_assert_cmpint(c != NULL, ==, t[i].match);
 	}
@@ -689,7 +689,7 @@ static void test_merge(void)
 	g_autofree char *b = g_build_filename(dir, "conf.d", "20-b.conf", NULL);
 	g_autofree char *why = NULL;
 	g_autoptr(config_t) cfg = NULL;
-	const struct conf_iface *c;
+	const struct conf_section *c;
 
 	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
 	rm_rf(dir);
@@ -1018,7 +1018,7 @@ static void test_networks(void)
 		"interface = client\n"
 		"egress = 1mbit\n",
 		&path);
-	const struct conf_iface *c;
+	const struct conf_section *c;
 
 	g_assert_cmpuint(cfg->warnings->len, ==, 0);
 	g_assert_cmpuint(cfg->networks->len, ==, 4);
@@ -1031,18 +1031,18 @@ static void test_networks(void)
 	g_assert_cmpuint(profs->len, ==, 3);
 	c = profs->pdata[0];
 	g_assert_cmpstr(c->name, ==, "home5");
-	g_assert_cmpstr(c->match.ids[0], ==, "Home Wi-Fi 5G");
-	g_assert_null(c->match.ids[1]);
-	g_assert_null(c->match.ssids);
+	g_assert_cmpstr(c->net.match.ids[0], ==, "Home Wi-Fi 5G");
+	g_assert_null(c->net.match.ids[1]);
+	g_assert_null(c->net.match.ssids);
 	g_assert_cmpuint(c->req.egress_rate, ==, 85000000 / 8);
 	c = profs->pdata[1];
-	g_assert_cmpstr(c->match.ids[1], ==, "Home Wi-Fi 2.4G (guest)");
-	g_assert_cmpstr(c->match.types[0], ==, "802-11-wireless");
-	g_assert_cmpstr(c->match.ssids[0], ==, "Home");
-	g_assert_false(c->match.any);
+	g_assert_cmpstr(c->net.match.ids[1], ==, "Home Wi-Fi 2.4G (guest)");
+	g_assert_cmpstr(c->net.match.types[0], ==, "802-11-wireless");
+	g_assert_cmpstr(c->net.match.ssids[0], ==, "Home");
+	g_assert_false(c->net.match.any);
 	/* the value is data, kept byte for byte */
 	c = profs->pdata[2];
-	g_assert_cmpstr(c->match.ids[0], ==, "Home $(touch /tmp/pwned) \"5G\"");
+	g_assert_cmpstr(c->net.match.ids[0], ==, "Home $(touch /tmp/pwned) \"5G\"");
 
 	g_ptr_array_set_size(profs, 0);
 	config_networks_for(cfg, "wg7", profs);
@@ -1050,7 +1050,7 @@ static void test_networks(void)
 	g_ptr_array_set_size(profs, 0);
 	config_networks_for(cfg, "other", profs);
 	g_assert_cmpuint(profs->len, ==, 1);
-	g_assert_true(((const struct conf_iface *)profs->pdata[0])->match.any);
+	g_assert_true(((const struct conf_section *)profs->pdata[0])->net.match.any);
 	config_free(cfg);
 	g_clear_pointer(&path, g_free);
 

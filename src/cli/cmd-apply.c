@@ -51,9 +51,7 @@ int apply_main(int argc, char **argv, const struct cli *cli)
 	rc.cfg = cfg;
 	if (cfg->networks->len) {
 		nm_nets_get(&nets);
-		rc.nets = nets->nets;
-		rc.n_nets = nets->n;
-		rc.nets_unknown = !nets->running || nets->settling;
+		rc.nets = &nets->view;
 	}
 	if (cli_netlink_open(&rc.nl) < 0) {
 		nm_nets_free(nets);
@@ -85,7 +83,7 @@ static const char *dir_name(enum dir_action a)
 	return names[a];
 }
 
-static void check_config_iface(const struct config *cfg, const struct conf_iface *c)
+static void check_config_iface(const struct config *cfg, const struct conf_section *c)
 {
 	bool idle = c->req.egress == DIR_KEEP && c->req.ingress == DIR_KEEP;
 	g_autofree char *words = NULL;

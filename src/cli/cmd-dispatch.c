@@ -64,9 +64,7 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_FAIL;
 	}
 	rc.cfg = cfg;
-	rc.nets = nets->nets;
-	rc.n_nets = nets->n;
-	rc.nets_unknown = !nets->running || nets->settling;
+	rc.nets = &nets->view;
 	r = reconcile_all(&rc);
 	netlink_close(rc.nl);
 	nm_nets_free(nets);

@@ -16,18 +16,18 @@
 #define IFACE_PREFIX "interface "
 #define NETWORK_PREFIX "network "
 
-static void conf_iface_free(gpointer p)
+static void conf_section_free(gpointer p)
 {
-	struct conf_iface *c = p;
+	struct conf_section *c = p;
 
 	g_free(c->name);
 	g_free(c->where);
 	g_ptr_array_unref(c->words);
-	g_strfreev(c->match.ids);
-	g_strfreev(c->match.uuids);
-	g_strfreev(c->match.ssids);
-	g_strfreev(c->match.types);
-	g_strfreev(c->ifaces);
+	g_strfreev(c->net.match.ids);
+	g_strfreev(c->net.match.uuids);
+	g_strfreev(c->net.match.ssids);
+	g_strfreev(c->net.match.types);
+	g_strfreev(c->net.tunnels);
 	g_free(c);
 }
 
@@ -35,8 +35,8 @@ struct config *config_new(void)
 {
 	struct config *cfg = g_new0(struct config, 1);
 
-	cfg->ifaces = g_ptr_array_new_with_free_func(conf_iface_free);
-	cfg->networks = g_ptr_array_new_with_free_func(conf_iface_free);
+	cfg->ifaces = g_ptr_array_new_with_free_func(conf_section_free);
+	cfg->networks = g_ptr_array_new_with_free_func(conf_section_free);
 	cfg->warnings = g_ptr_array_new_with_free_func(g_free);
 	cfg->files = g_ptr_array_new_with_free_func(g_free);
 	cfg->enforce = true;
@@ -237,21 +237,21 @@ static int key_words(size_t k, const char *v, const char *words[2], int *n, char
 	return 0;
 }
 
-static struct conf_iface *section_get(GPtrArray *arr, const char *name, const char *where,
+static struct conf_section *section_get(GPtrArray *arr, const char *name, const char *where,
 				      bool network)
 {
-	struct conf_iface *c;
+	struct conf_section *c;
 
 	for (guint i = 0; i < arr->len; i++) {
 		c = arr->pdata[i];
 		if (!strcmp(c->name, name))
 			return c;
 	}
-	c = g_new0(struct conf_iface, 1);
+	c = g_new0(struct conf_section, 1);
 	c->name = g_strdup(name);
 	c->glob = !network && strpbrk(name, "*?") != NULL;
 	c->network = network;
-	c->match.any = network && !strcmp(name, "*");
+	c->net.match.any = network && !strcmp(name, "*");
 	c->where = g_strdup(where);
 	c->words = g_ptr_array_new_with_free_func(g_free);
 	c->enforce = -1;
@@ -262,17 +262,17 @@ static struct conf_iface *section_get(GPtrArray *arr, const char *name, const ch
 /* A [network] profile's own keys: what it matches and which tunnels it shapes. */
 static const struct {
 	const char *key;
-	size_t off; /* of the char ** in struct conf_iface */
+	size_t off; /* of the char ** in struct conf_section */
 } network_keys[] = {
-	{ "connection-id", offsetof(struct conf_iface, match.ids) },
-	{ "connection-uuid", offsetof(struct conf_iface, match.uuids) },
-	{ "ssid", offsetof(struct conf_iface, match.ssids) },
-	{ "connection-type", offsetof(struct conf_iface, match.types) },
-	{ "interface", offsetof(struct conf_iface, ifaces) },
+	{ "connection-id", offsetof(struct conf_section, net.match.ids) },
+	{ "connection-uuid", offsetof(struct conf_section, net.match.uuids) },
+	{ "ssid", offsetof(struct conf_section, net.match.ssids) },
+	{ "connection-type", offsetof(struct conf_section, net.match.types) },
+	{ "interface", offsetof(struct conf_section, net.tunnels) },
 };
 
 /* true when key was one of network_keys (handled, perhaps with a warning). */
-static bool parse_network_key(struct config *cfg, struct conf_iface *c, GKeyFile *kf,
+static bool parse_network_key(struct config *cfg, struct conf_section *c, GKeyFile *kf,
 			      const char *group, const char *key, const char *file, unsigned int line)
 {
 	g_auto(GStrv) values = NULL;
@@ -315,7 +315,7 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 	const char *name = group + strlen(network ? NETWORK_PREFIX : IFACE_PREFIX);
 	g_autofree char *where = g_strdup_printf("%s:%u", file, line_of(data, len, group, NULL));
 	g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
-	struct conf_iface *c;
+	struct conf_section *c;
 	char err[256];
 
 	if (!network && !ifname_is_valid(name) && !strpbrk(name, "*?")) {
@@ -411,7 +411,7 @@ static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *fil
 static void finish_array(struct config *cfg, GPtrArray *arr)
 {
 	for (guint i = 0; i < arr->len; i++) {
-		struct conf_iface *c = arr->pdata[i];
+		struct conf_section *c = arr->pdata[i];
 		char err[256];
 
 		if (shape_words_parse((int)c->words->len, (char **)c->words->pdata, &c->req, err,
@@ -421,7 +421,7 @@ static void finish_array(struct config *cfg, GPtrArray *arr)
 							c->network ? "network" : "interface",
 							c->name, err));
 			g_ptr_array_remove_index(arr, i--);
-		} else if (c->network && !c->ifaces) {
+		} else if (c->network && !c->net.tunnels) {
 			g_ptr_array_add(cfg->warnings,
 					g_strdup_printf("%s: [network %s]: no interface = TUNNEL; "
 							"section skipped", c->where, c->name));
@@ -607,12 +607,12 @@ static bool glob_match(const char *p, const char *s)
 	return !*p;
 }
 
-const struct conf_iface *config_match(const struct config *cfg, const char *ifname)
+const struct conf_section *config_match(const struct config *cfg, const char *ifname)
 {
-	const struct conf_iface *glob = NULL;
+	const struct conf_section *glob = NULL;
 
 	for (guint i = 0; i < cfg->ifaces->len; i++) {
-		const struct conf_iface *c = cfg->ifaces->pdata[i];
+		const struct conf_section *c = cfg->ifaces->pdata[i];
 
 		if (!c->glob && !strcmp(c->name, ifname))
 			return c;
@@ -625,15 +625,28 @@ const struct conf_iface *config_match(const struct config *cfg, const char *ifna
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out)
 {
 	for (guint i = 0; i < cfg->networks->len; i++) {
-		struct conf_iface *c = cfg->networks->pdata[i];
+		struct conf_section *c = cfg->networks->pdata[i];
 
-		for (char **g = c->ifaces; g && *g; g++) {
+		for (char **g = c->net.tunnels; g && *g; g++) {
 			if (glob_match(*g, ifname)) {
 				g_ptr_array_add(out, c);
 				break;
 			}
 		}
 	}
+}
+
+const struct conf_section *config_network_choose(const GPtrArray *profs,
+						 const struct net_view *nets, const char *ifname,
+						 char *why, size_t whylen)
+{
+	g_autofree struct net_match *m = g_new0(struct net_match, profs->len ? profs->len : 1);
+	int idx;
+
+	for (guint i = 0; i < profs->len; i++)
+		m[i] = ((const struct conf_section *)profs->pdata[i])->net.match;
+	idx = profile_choose(m, profs->len, nets->nets, nets->n, ifname, why, whylen);
+	return idx < 0 ? NULL : profs->pdata[idx];
 }
 
 bool config_mentions(const struct config *cfg, const char *ifname)

@@ -20,22 +20,27 @@
 #define CONFIG_DEFAULT_PATH "/etc/wgshape/wgshape.conf"
 
 /* An [interface NAME] section, or a [network NAME] profile. */
-struct conf_iface {
-	char *name; /* exact interface name or a glob (wg*); a network profile's name */
-	bool glob;
+/* What a [network NAME] profile has beyond shaping. */
+struct conf_network {
+	struct net_match match; /* connection-id, connection-uuid, ssid, connection-type */
+	char **tunnels; /* interface = the tunnels it shapes (globs), NULL-terminated */
+};
+
+/* A section that says how to shape: [interface NAME] or [network NAME]. */
+struct conf_section {
+	char *name; /* [interface]: an exact name or a glob (wg*); [network]: the profile's name */
 	char *where; /* "file:line" of the section, for messages */
 	GPtrArray *words; /* the section as set's words, in order (later win) */
 	struct shape_request req; /* parsed from words */
 	int enforce; /* -1: the daemon's default */
-	/* [network NAME] only: */
-	bool network;
-	struct net_match match; /* connection-id, connection-uuid, ssid, connection-type */
-	char **ifaces; /* interface = the tunnels it shapes (globs), NULL-terminated */
+	bool network; /* a [network] profile: net says when and where it applies */
+	bool glob; /* [interface] only: name is a glob */
+	struct conf_network net; /* [network] only */
 };
 
 struct config {
-	GPtrArray *ifaces; /* struct conf_iface *, in the order first seen */
-	GPtrArray *networks; /* struct conf_iface *, [network NAME] profiles in file order */
+	GPtrArray *ifaces; /* struct conf_section *, [interface NAME] in the order first seen */
+	GPtrArray *networks; /* struct conf_section *, [network NAME] profiles in file order */
 	bool enforce; /* [daemon] enforce, default yes */
 	bool clear_on_exit; /* [daemon] clear-on-exit, default no */
 	GPtrArray *warnings; /* char *, "file:line: ..." */
@@ -74,9 +79,17 @@ struct config *config_load_logged(const char *path);
 bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode);
 
 /* The section for ifname: an exact name beats a glob; then the first glob. */
-const struct conf_iface *config_match(const struct config *cfg, const char *ifname);
+const struct conf_section *config_match(const struct config *cfg, const char *ifname);
 
 /* Does any [interface] section or [network] profile name ifname? */
+/*
+ * Of the profiles config_networks_for() gave for ifname, the one the networks
+ * in view choose (profile_choose's rules, why says why); NULL when none does.
+ */
+const struct conf_section *config_network_choose(const GPtrArray *profs,
+						 const struct net_view *nets, const char *ifname,
+						 char *why, size_t whylen);
+
 bool config_mentions(const struct config *cfg, const char *ifname);
 
 /* The [network] profiles whose interface = names ifname, in file order (appended to out). */

@@ -18,7 +18,7 @@ bool reconcile_skips(const struct link_info *link)
 
 /* Shape ifname as section c says; the section is all that is wanted. */
 static int apply_section(const struct reconciler *rc, const char *ifname,
-			 const struct conf_iface *c, const char *source)
+			 const struct conf_section *c, const char *source)
 {
 	struct shape_request req = c->req;
 
@@ -54,22 +54,19 @@ static int clear_if_from(const struct reconciler *rc, const char *ifname, const 
 /* A tunnel named by [network] profiles: the active networks decide. */
 static int reconcile_network(const struct reconciler *rc, const char *ifname, GPtrArray *profs)
 {
-	g_autofree struct net_match *m = g_new0(struct net_match, profs->len);
-	const struct conf_iface *c;
+	static const struct net_view none;
+	const struct net_view *nets = rc->nets ? rc->nets : &none;
+	const struct conf_section *c;
 	char why[192], source[256];
-	int idx;
 
-	if (rc->nets_unknown) {
+	if (nets->unknown) {
 		/* Keep what is there until NetworkManager says where we are. */
 		log_debug("%s: networks unknown or changing: profiles wait", ifname);
 		return 0;
 	}
-	for (guint i = 0; i < profs->len; i++)
-		m[i] = ((const struct conf_iface *)profs->pdata[i])->match;
-	idx = profile_choose(m, profs->len, rc->nets, rc->n_nets, ifname, why, sizeof(why));
-	if (idx < 0)
+	c = config_network_choose(profs, nets, ifname, why, sizeof(why));
+	if (!c)
 		return clear_if_from(rc, ifname, SOURCE_NETWORK, why);
-	c = profs->pdata[idx];
 	snprintf(source, sizeof(source), SOURCE_NETWORK " '%s' (%s), %s", c->name, c->where, why);
 	return apply_section(rc, ifname, c, source);
 }
@@ -77,7 +74,7 @@ static int reconcile_network(const struct reconciler *rc, const char *ifname, GP
 int reconcile_iface(const struct reconciler *rc, const char *ifname)
 {
 	g_autoptr(GPtrArray) profs = g_ptr_array_new();
-	const struct conf_iface *c;
+	const struct conf_section *c;
 	char source[256];
 	pid_t holder;
 

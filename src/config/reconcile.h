@@ -15,11 +15,8 @@ struct reconciler {
 	const char *statedir;
 	const struct config *cfg;
 	const char *only; /* one interface, or NULL for all */
-	/* NetworkManager's active connections, for [network] profiles */
-	const struct active_net *nets;
-	size_t n_nets;
-	/* NetworkManager away, or a connection half-way up or down: profiles wait */
-	bool nets_unknown;
+	/* the active networks, for [network] profiles; NULL: none known of */
+	const struct net_view *nets;
 };
 
 #define SOURCE_CONFIG "config"

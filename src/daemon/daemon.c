@@ -48,7 +48,7 @@ static struct reconciler reconciler(struct daemon *d)
 
 static bool enforced(struct daemon *d, const char *ifname)
 {
-	const struct conf_iface *c = config_match(d->cfg, ifname);
+	const struct conf_section *c = config_match(d->cfg, ifname);
 
 	if (!c)
 		return config_mentions(d->cfg, ifname) && d->cfg->enforce;
@@ -148,9 +148,7 @@ static gboolean on_idle(gpointer data)
 	d->idle = 0;
 	if (d->nm) {
 		nm_watch_nets(d->nm, &nets);
-		rc.nets = nets->nets;
-		rc.n_nets = nets->n;
-		rc.nets_unknown = !nets->running || nets->settling;
+		rc.nets = &nets->view;
 	}
 	if (d->resync) {
 		d->resync = false;

@@ -16,7 +16,7 @@ void nm_nets_free(struct nm_nets *n)
 		return;
 	if (n->strings)
 		g_string_chunk_free(n->strings);
-	g_free(n->nets);
+	g_free(n->view.nets);
 	g_free(n);
 }
 
@@ -32,17 +32,17 @@ static struct nm_nets *snapshot(NMClient *client)
 	NMActiveConnection *primary;
 
 	n->strings = g_string_chunk_new(256);
-	if (!client || !nm_client_get_nm_running(client))
+	n->view.unknown = !client || !nm_client_get_nm_running(client);
+	if (n->view.unknown)
 		return n;
-	n->running = true;
 	primary = nm_client_get_primary_connection(client);
 	acs = nm_client_get_active_connections(client);
-	n->nets = g_new0(struct active_net, acs->len ? acs->len : 1);
+	n->view.nets = g_new0(struct active_net, acs->len ? acs->len : 1);
 	for (guint i = 0; i < acs->len; i++) {
 		NMActiveConnection *ac = acs->pdata[i];
 		const GPtrArray *devs = nm_active_connection_get_devices(ac);
 		NMDevice *dev = devs && devs->len ? devs->pdata[0] : NULL;
-		struct active_net *a = &n->nets[n->n];
+		struct active_net *a = &n->view.nets[n->view.n];
 
 		switch (nm_active_connection_get_state(ac)) {
 		case NM_ACTIVE_CONNECTION_STATE_ACTIVATED:
@@ -50,7 +50,7 @@ static struct nm_nets *snapshot(NMClient *client)
 		case NM_ACTIVE_CONNECTION_STATE_ACTIVATING:
 		case NM_ACTIVE_CONNECTION_STATE_DEACTIVATING:
 			/* Between two networks: deciding now would clear, then re-add. */
-			n->settling = true;
+			n->view.unknown = true;
 			continue;
 		default:
 			continue;
@@ -76,7 +76,7 @@ static struct nm_nets *snapshot(NMClient *client)
 				a->ssid = keep(n, utf8);
 			}
 		}
-		n->n++;
+		n->view.n++;
 	}
 	return n;
 }

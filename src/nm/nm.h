@@ -14,10 +14,9 @@
 
 /* A snapshot of the active connections; strings owned by the snapshot. */
 struct nm_nets {
-	struct active_net *nets;
-	size_t n;
-	bool running; /* NetworkManager was on the bus */
-	bool settling; /* a connection is activating or deactivating: wait for it */
+	/* unknown: NetworkManager is not on the bus, or a connection is activating
+	 * or deactivating (wait for it) */
+	struct net_view view;
 	void *strings; /* owned */
 };
 

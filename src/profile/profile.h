@@ -20,6 +20,14 @@ struct active_net {
 	bool primary; /* it holds the default route */
 };
 
+/* The active networks, as far as they are known: what profiles are chosen against. */
+struct net_view {
+	struct active_net *nets;
+	size_t n;
+	/* NetworkManager away, or a connection half-way up or down: profiles wait */
+	bool unknown;
+};
+
 /*
  * A profile's match keys: each NULL (not given) or a NULL-terminated list of
  * values, any of which matches. Every key given must match.

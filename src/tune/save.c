@@ -21,26 +21,21 @@ static int choose_group(const char *conf, const char *ifname, char *group, size_
 	g_autoptr(config_t) cfg = NULL;
 	g_autoptr(GPtrArray) profs = g_ptr_array_new();
 	g_autofree char *why = NULL;
+	const struct conf_section *chosen = NULL;
 	struct nm_nets *nets = NULL;
 	char why_net[192];
-	int idx = -1;
 
 	if (config_load(conf, false, &cfg, &why) == 0) {
 		config_networks_for(cfg, ifname, profs);
 		if (profs->len) {
-			g_autofree struct net_match *m = g_new0(struct net_match, profs->len);
-
-			for (guint i = 0; i < profs->len; i++)
-				m[i] = ((const struct conf_iface *)profs->pdata[i])->match;
 			nm_nets_get(&nets);
-			idx = profile_choose(m, profs->len, nets->nets, nets->n, ifname, why_net,
-					     sizeof(why_net));
+			chosen = config_network_choose(profs, &nets->view, ifname, why_net,
+						       sizeof(why_net));
 			nm_nets_free(nets);
 		}
 	}
-	if (idx >= 0) {
-		snprintf(group, size, "network %s",
-			 ((const struct conf_iface *)profs->pdata[idx])->name);
+	if (chosen) {
+		snprintf(group, size, "network %s", chosen->name);
 	} else if (profs->len) {
 		/* An [interface] section would be overridden by the profiles. */
 		log_err("save: [network] profiles decide %s's shaping but none matches this "
@@ -125,9 +120,7 @@ int tune_apply_saved(const char *config_path, const char *statedir, struct netli
 		return -EINVAL;
 	nm_nets_get(&nets);
 	rc.cfg = cfg;
-	rc.nets = nets->nets;
-	rc.n_nets = nets->n;
-	rc.nets_unknown = !nets->running || nets->settling;
+	rc.nets = &nets->view;
 	r = reconcile_iface(&rc, ifname);
 	nm_nets_free(nets);
 	return r;

@@ -52,7 +52,7 @@ static void check(const struct config *cfg)
 		require(g_str_has_prefix(w, "a.conf") || g_str_has_prefix(w, "b.conf"));
 	}
 	for (guint i = 0; i < cfg->ifaces->len; i++) {
-		const struct conf_iface *c = cfg->ifaces->pdata[i];
+		const struct conf_section *c = cfg->ifaces->pdata[i];
 		struct shape_request req;
 		char err[256];
 
@@ -61,7 +61,7 @@ static void check(const struct config *cfg)
 		require(c->enforce >= -1 && c->enforce <= 1);
 		/* one section per name, and an exact name finds its own */
 		for (guint j = 0; j < i; j++)
-			require(strcmp(c->name, ((struct conf_iface *)cfg->ifaces->pdata[j])->name));
+			require(strcmp(c->name, ((struct conf_section *)cfg->ifaces->pdata[j])->name));
 		if (!c->glob)
 			require(config_match(cfg, c->name) == c);
 		else
@@ -73,17 +73,17 @@ static void check(const struct config *cfg)
 			require(err[0] != '\0');
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
-		const struct conf_iface *c = config_match(cfg, names[i]), *want = NULL;
+		const struct conf_section *c = config_match(cfg, names[i]), *want = NULL;
 
 		/* an exact name first, else the first glob that matches */
 		for (guint j = 0; j < cfg->ifaces->len && !want; j++) {
-			const struct conf_iface *e = cfg->ifaces->pdata[j];
+			const struct conf_section *e = cfg->ifaces->pdata[j];
 
 			if (!e->glob && !strcmp(e->name, names[i]))
 				want = e;
 		}
 		for (guint j = 0; j < cfg->ifaces->len && !want; j++) {
-			const struct conf_iface *e = cfg->ifaces->pdata[j];
+			const struct conf_section *e = cfg->ifaces->pdata[j];
 
 			if (e->glob && ref_match(e->name, names[i]))
 				want = e;
