@@ -449,6 +449,58 @@ static int overhead_auto(struct netlink *nl, const char *ifname, const struct li
 	return 0;
 }
 
+/* Options alone (no direction named) apply to what is shaped now. */
+static int directions(const char *ifname, const struct shape_state *st, enum dir_action *eg,
+		      enum dir_action *in)
+{
+	if (*eg != DIR_KEEP || *in != DIR_KEEP)
+		return 0;
+	*eg = st->egress ? DIR_SET : DIR_KEEP;
+	*in = st->ingress ? DIR_SET : DIR_KEEP;
+	if (*eg == DIR_KEEP && *in == DIR_KEEP) {
+		log_err("%s: nothing to change: not shaped yet, give egress RATE or ingress RATE",
+			ifname);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The overhead to send when a direction is set (into o), and why (into st);
+ * *warn when the automatic choice is a guess worth a warning.
+ */
+static int overhead_for(struct netlink *nl, const char *ifname, const struct link_info *link,
+			const struct shape_request *req, struct shape_state *st,
+			struct cake_opts *o, bool *warn)
+{
+	struct overhead_choice c;
+	int r;
+
+	if (o->has & CAKE_HAS_OVERHEAD) {
+		snprintf(st->overhead_reason, sizeof(st->overhead_reason), OVERHEAD_BY_HAND);
+		return 0;
+	}
+	if (!req->overhead_auto && (st->egress || st->ingress) &&
+	    !strcmp(st->overhead_reason, OVERHEAD_BY_HAND)) {
+		/*
+		 * A hand-set overhead stays until overhead auto or another is
+		 * given; sent again, since a cake made afresh would not have it.
+		 */
+		log_debug("%s: keeping the overhead set by hand (%d)", ifname, st->overhead);
+		o->overhead = st->overhead;
+		o->has |= CAKE_HAS_OVERHEAD;
+		return 0;
+	}
+	r = overhead_auto(nl, ifname, link, req->link_overhead, &c);
+	if (r < 0)
+		return r;
+	o->overhead = c.overhead;
+	o->has |= CAKE_HAS_OVERHEAD;
+	*warn = c.warn;
+	snprintf(st->overhead_reason, sizeof(st->overhead_reason), "auto: %s", c.reason);
+	return 0;
+}
+
 int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	      const struct shape_request *req)
 {
@@ -468,37 +520,13 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	if (r < 0)
 		return r;
 
-	if (eg == DIR_KEEP && in == DIR_KEEP) {
-		/* Options alone: they apply to what is shaped now. */
-		eg = st.egress ? DIR_SET : DIR_KEEP;
-		in = st.ingress ? DIR_SET : DIR_KEEP;
-		if (eg == DIR_KEEP && in == DIR_KEEP) {
-			log_err("%s: nothing to change: not shaped yet, give egress RATE or "
-				"ingress RATE", ifname);
-			r = -EINVAL;
-			goto out;
-		}
-	}
-	if ((eg == DIR_SET || in == DIR_SET) && !(o.has & CAKE_HAS_OVERHEAD) &&
-	    !req->overhead_auto && (st.egress || st.ingress) &&
-	    !strcmp(st.overhead_reason, OVERHEAD_BY_HAND)) {
-		/*
-		 * A hand-set overhead stays until overhead auto or another is
-		 * given; sent again, since a cake made afresh would not have it.
-		 */
-		log_debug("%s: keeping the overhead set by hand (%d)", ifname, st.overhead);
-		o.overhead = st.overhead;
-		o.has |= CAKE_HAS_OVERHEAD;
-	} else if ((eg == DIR_SET || in == DIR_SET) && !(o.has & CAKE_HAS_OVERHEAD)) {
-		struct overhead_choice c;
-
-		r = overhead_auto(nl, ifname, &link, req->link_overhead, &c);
+	r = directions(ifname, &st, &eg, &in);
+	if (r < 0)
+		goto out;
+	if (eg == DIR_SET || in == DIR_SET) {
+		r = overhead_for(nl, ifname, &link, req, &st, &o, &warn);
 		if (r < 0)
 			goto out;
-		o.overhead = c.overhead;
-		o.has |= CAKE_HAS_OVERHEAD;
-		warn = c.warn;
-		snprintf(st.overhead_reason, sizeof(st.overhead_reason), "auto: %s", c.reason);
 	} else if (o.has & CAKE_HAS_OVERHEAD) {
 		snprintf(st.overhead_reason, sizeof(st.overhead_reason), OVERHEAD_BY_HAND);
 	}
