@@ -720,13 +720,13 @@ static void test_udp_echo(void)
 
 	for (size_t f = 0; f < (v6 ? 2u : 1u); f++) {
 		int fd = sock_to(families[f], SOCK_DGRAM, serve_port(srv));
-		uint8_t out[SERVE_UDP_MAX + 1], in[256];
+		uint8_t out[TUNE_UDP_MAX + 1], in[256];
 		ssize_t n = -1;
 
 		for (size_t i = 0; i < sizeof(out); i++)
 			out[i] = (uint8_t)g_random_int();
 		/* verbatim, at every size up to the limit */
-		static const size_t sizes[] = { 0, 1, 16, 63, SERVE_UDP_MAX };
+		static const size_t sizes[] = { 0, 1, 16, 63, TUNE_UDP_MAX };
 		for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
 			g_assert_cmpint(send(fd, out, sizes[i], 0), ==, (ssize_t)sizes[i]);
 			g_assert_true(udp_recv(fd, in, sizeof(in), 10000, &n));
@@ -734,7 +734,7 @@ static void test_udp_echo(void)
 			g_assert_cmpmem(in, (size_t)n, out, sizes[i]);
 		}
 		/* one byte over: dropped; the next small one still comes back */
-		g_assert_cmpint(send(fd, out, SERVE_UDP_MAX + 1, 0), ==, SERVE_UDP_MAX + 1);
+		g_assert_cmpint(send(fd, out, TUNE_UDP_MAX + 1, 0), ==, TUNE_UDP_MAX + 1);
 		g_assert_false(udp_recv(fd, in, sizeof(in), 300, &n));
 		g_assert_cmpint(send(fd, out, 8, 0), ==, 8);
 		g_assert_true(udp_recv(fd, in, sizeof(in), 10000, &n));

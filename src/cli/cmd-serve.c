@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "util/log.h"
 #include "netlink/kernel.h"
+#include "proto/tune.h"
 #include "serve/serve.h"
 #include "util/notify.h"
 
@@ -59,7 +60,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 {
 	bool have_port = false;
 
-	a->port = SERVE_PORT_DEFAULT;
+	a->port = TUNE_PORT;
 	for (int i = 1; i < argc; i++) {
 		const char *w = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		g_autofree char *shown = NULL;
@@ -151,10 +152,6 @@ int serve_main(int argc, char **argv, const struct cli *cli)
 	size_t n = 0;
 	int r;
 
-	if (cli_wants_help(argc, argv)) {
-		fputs(serve_usage, stdout);
-		return EXIT_OK;
-	}
 	if (parse_args(argc, argv, &a) < 0)
 		return EXIT_USAGE;
 	/* Under systemd, keep the levels in the journal. */

@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "measure/measure.h"
+#include "proto/tune.h"
 #include "netlink/kernel.h"
 #include "shape/state.h"
 #include "shape/units.h"
@@ -153,7 +154,7 @@ int tune_args_parse(int argc, char **argv, struct tune_args *out, char *err, siz
 int tune_split_server(const char *s, char **host, uint16_t *port)
 {
 	const char *colon;
-	long n = MEASURE_UDP_PORT;
+	long n = TUNE_PORT;
 
 	if (s[0] == '[') {
 		const char *end = strchr(s, ']');

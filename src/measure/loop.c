@@ -62,7 +62,7 @@ void measure_config_init(struct measure_config *cfg)
 	*cfg = (struct measure_config){
 		.family = AF_UNSPEC,
 		.warmup_ms = MEASURE_WARMUP_MS,
-		.probe_port = MEASURE_UDP_PORT,
+		.probe_port = TUNE_PORT,
 		.probe_interval_ms = MEASURE_PROBE_INTERVAL_MS,
 		.probe_timeout_ms = MEASURE_PROBE_TIMEOUT_MS,
 		.streams = 1,

@@ -49,7 +49,6 @@
 #define MEASURE_PROBE_INTERVAL_MS 100
 #define MEASURE_PROBE_TIMEOUT_MS 1000
 #define MEASURE_PROGRESS_MS 250
-#define MEASURE_UDP_PORT TUNE_PORT /* wgshape serve */
 #define MEASURE_MSG_SIZE 256
 
 enum measure_probe {

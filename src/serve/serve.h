@@ -20,11 +20,9 @@
 #include "netlink/kernel.h"
 #include "proto/tune.h"
 
-#define SERVE_PORT_DEFAULT TUNE_PORT
 #define SERVE_MAX_STREAMS 16
 #define SERVE_MAX_SECONDS 60
 #define SERVE_CONN_TIMEOUT 10 /* seconds without traffic on a connection */
-#define SERVE_UDP_MAX TUNE_UDP_MAX /* bytes: probes, not payload */
 #define SERVE_UDP_RATE 50 /* datagrams/s per source address */
 #define SERVE_UDP_BURST 50
 

@@ -15,6 +15,7 @@
 #include "measure/measure.h"
 #include "shape/shape.h"
 #include "shape/units.h"
+#include "proto/tune.h"
 #include "tune/report.h"
 #include "tune/run.h"
 #include "util/addr.h"
@@ -387,11 +388,12 @@ static void run_init(struct tune_run *t, struct netlink *nl, const struct tune_o
 		t->search.p.target.p95_ms = 3 * o->target_us / 1000.0;
 	}
 	/* Well under serve's 60 s cap: a step's transfers are fresh and short. */
-	if (o->serve)
-		t->url = g_strdup_printf(strchr(o->host, ':') ? "http://[%s]:%u/%s?seconds=30"
-							      : "http://%s:%u/%s?seconds=30",
-					 o->host, o->port, egress ? "upload" : "download");
-	else
+	if (o->serve) {
+		size_t size = strlen(o->host) + 64; /* the scheme, brackets, port, path, query */
+
+		t->url = g_malloc(size);
+		tune_url(t->url, size, o->host, o->port, egress, 30);
+	} else
 		t->url = g_strdup(egress ? o->upload_url : o->download_url);
 }
 
