@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* util/print: one description of each value gives the text or the JSON. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "util/print.h"
+
+/* One output: a list of two interfaces, the way show describes them. */
+static void describe(void)
+{
+	print_open_array(NULL);
+	for (int i = 0; i < 2; i++) {
+		print_open_object(NULL);
+		print_string("ifname", "%s:", i ? "wg1" : "wg0");
+		print_uint_as("bandwidth", " bandwidth %s", 10000000u * (i + 1), i ? "20Mbit" : "10Mbit");
+		print_flag("nat", i, " nat", " nonat");
+		print_int("overhead", " overhead %" PRId64, -4 + 64 * i);
+		print_double("share", NULL, 0.5);
+		print_bool("present", NULL, true);
+		print_text("\n");
+		if (i)
+			print_null("ingress", NULL);
+		print_open_array("tins");
+		print_uint(PRINT_ELEM, NULL, 7);
+		print_close_array();
+		print_close_object();
+	}
+	print_close_array();
+}
+
+/* What describe() writes on stdout, with json or not. */
+static char *capture(bool json)
+{
+	char path[] = "/tmp/test-print.XXXXXX";
+	int fd = g_mkstemp(path), saved;
+	char *out = NULL;
+
+	g_assert_cmpint(fd, >=, 0);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	g_assert_cmpint(dup2(fd, STDOUT_FILENO), ==, STDOUT_FILENO);
+	print_begin(json);
+	g_assert_true(print_is_json() == json);
+	describe();
+	g_assert_cmpint(print_end(), ==, 0);
+	fflush(stdout);
+	g_assert_cmpint(dup2(saved, STDOUT_FILENO), ==, STDOUT_FILENO);
+	close(saved);
+	close(fd);
+	g_assert_true(g_file_get_contents(path, &out, NULL, NULL));
+	g_unlink(path);
+	return out;
+}
+
+static void test_text(void)
+{
+	g_autofree char *out = capture(false);
+
+	g_assert_cmpstr(out, ==,
+			"wg0: bandwidth 10Mbit nonat overhead -4\n"
+			"wg1: bandwidth 20Mbit nat overhead 60\n");
+}
+
+static void test_json(void)
+{
+	g_autofree char *out = capture(true);
+	g_autofree char *compact = NULL;
+	GString *s = g_string_new(NULL);
+
+	/* the same names as the text's, numbers in base units, and nothing text-only */
+	for (const char *p = out; *p; p++)
+		if (!g_ascii_isspace(*p))
+			g_string_append_c(s, *p);
+	compact = g_string_free(s, FALSE);
+	g_assert_cmpstr(compact, ==,
+			"[{\"ifname\":\"wg0\",\"bandwidth\":10000000,\"nat\":false,\"overhead\":-4,"
+			"\"share\":0.5,\"present\":true,\"tins\":[7]},"
+			"{\"ifname\":\"wg1\",\"bandwidth\":20000000,\"nat\":true,\"overhead\":60,"
+			"\"share\":0.5,\"present\":true,\"ingress\":null,\"tins\":[7]}]");
+}
+
+/* JSON has no unsigned 64-bit numbers: a value past INT64_MAX is clamped, never wrapped. */
+static void test_clamp(void)
+{
+	char path[] = "/tmp/test-print.XXXXXX";
+	int fd = g_mkstemp(path), saved;
+	g_autofree char *out = NULL;
+
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	print_begin(true);
+	print_open_object(NULL);
+	print_uint("big", NULL, UINT64_MAX);
+	print_close_object();
+	print_end();
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	close(fd);
+	g_assert_true(g_file_get_contents(path, &out, NULL, NULL));
+	g_unlink(path);
+	g_assert_nonnull(strstr(out, "9223372036854775807"));
+	g_assert_null(strstr(out, "-1"));
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/util/print/text", test_text);
+	g_test_add_func("/util/print/json", test_json);
+	g_test_add_func("/util/print/clamp", test_clamp);
+	return g_test_run();
+}
