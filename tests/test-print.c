@@ -7,6 +7,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "util/json.h"
 #include "util/print.h"
 
 /* One output: a list of two interfaces, the way show describes them. */
@@ -111,6 +112,7 @@ static void test_clamp(void)
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
+	print_use_json(&wgshape_json_out); /* linked, not loaded */
 	g_test_add_func("/util/print/text", test_text);
 	g_test_add_func("/util/print/json", test_json);
 	g_test_add_func("/util/print/clamp", test_clamp);

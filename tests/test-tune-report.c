@@ -15,6 +15,7 @@
 #include "tune/plot.h"
 #include "tune/report.h"
 #include "tune/run.h"
+#include "util/json.h"
 #include "util/print.h"
 
 static const struct tune_opts opts = { .ifname = "wg0", .streams = 4 };
@@ -324,6 +325,7 @@ static void test_plot(void)
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
+	print_use_json(&wgshape_json_out); /* linked, not loaded */
 	g_test_add_func("/tune/report/text", test_text);
 	g_test_add_func("/tune/report/json", test_json);
 	g_test_add_func("/tune/plot", test_plot);

@@ -120,7 +120,8 @@ int check_config_main(int argc, char **argv, const struct cli *cli)
 	if (!cfg)
 		return EXIT_FAIL;
 
-	print_begin(cli->json);
+	if (print_begin(cli->json) < 0)
+		return EXIT_FAIL;
 	print_open_object(NULL);
 	print_open_array("interfaces");
 	for (guint i = 0; i < cfg->ifaces->len; i++)

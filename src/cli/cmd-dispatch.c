@@ -8,6 +8,7 @@
 #include <string.h>
 #include <glib.h>
 
+#include "build-config.h"
 #include "cli/cli.h"
 #include "config/config.h"
 #include "util/log.h"
@@ -23,9 +24,8 @@ const char dispatch_usage[] =
 	"daemon would; other actions are ignored. IFACE and ACTION are only compared,\n"
 	"never run or used in a path.\n";
 
-static const char *const actions[] = {
-	"up", "down", "vpn-up", "vpn-down", "connectivity-change", "reapply",
-};
+/* meson.build's dispatch_actions, which the hook ends every other action by */
+static const char *const actions[] = { WGSHAPE_DISPATCH_ACTIONS };
 
 static bool wanted(const char *action)
 {
@@ -56,15 +56,18 @@ int dispatch_main(int argc, char **argv, const struct cli *cli)
 		return EXIT_OK;
 	if (!cli_can_net_admin(NULL))
 		return EXIT_FAIL;
-	t_nm = g_get_monotonic_time();
-	nm_nets_get(&nets);
-	t_nm = g_get_monotonic_time() - t_nm;
+	if (cfg->networks->len) {
+		/* only profiles need to know the network (and load libnm) */
+		t_nm = g_get_monotonic_time();
+		nm_nets_get(&nets);
+		t_nm = g_get_monotonic_time() - t_nm;
+		rc.nets = &nets->view;
+	}
 	if (cli_netlink_open(&rc.nl) < 0) {
 		nm_nets_free(nets);
 		return EXIT_FAIL;
 	}
 	rc.cfg = cfg;
-	rc.nets = &nets->view;
 	r = reconcile_all(&rc);
 	netlink_close(rc.nl);
 	nm_nets_free(nets);

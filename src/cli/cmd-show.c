@@ -246,6 +246,8 @@ int show_main(int argc, char **argv, const struct cli *cli)
 	}
 	if (argc == 2 && !ifname_ok_or_say(argv[1]))
 		return EXIT_USAGE;
+	if (print_begin(cli->json) < 0)
+		return EXIT_FAIL;
 	if (cli_netlink_open(&nl) < 0)
 		return EXIT_FAIL;
 	if (argc == 2) {
@@ -255,7 +257,6 @@ int show_main(int argc, char **argv, const struct cli *cli)
 		state_list(cli->statedir, &names);
 	}
 
-	print_begin(cli->json);
 	print_open_array(NULL);
 	for (char **n = names; *n; n++) {
 		struct shape_view v;

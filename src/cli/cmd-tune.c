@@ -316,13 +316,12 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 	status = parse_words(argc, argv, &a);
 	if (status != EXIT_OK)
 		return status;
-	if (!cli_can_net_admin(argv[1]))
+	if (!cli_can_net_admin(argv[1]) || print_begin(cli->json) < 0)
 		return EXIT_FAIL;
 	if (hold_iface(cli, argv[1], &nl, &ifindex) < 0)
 		return EXIT_FAIL;
 
 	tune_catch_signals();
-	print_begin(cli->json);
 	print_open_array(NULL);
 	if (opts_from_args(&a, cli, argv[1], ifindex, &o, &host) < 0)
 		status = EXIT_USAGE;

@@ -285,6 +285,17 @@ static gboolean on_netlink(gint fd, GIOCondition cond, gpointer data)
 	return G_SOURCE_CONTINUE;
 }
 
+/*
+ * Follow NetworkManager once [network] profiles need it (loading libnm only
+ * then: a server's daemon never does); true while it is followed.
+ */
+static bool follow_nm(struct daemon *d)
+{
+	if (!d->nm && d->cfg->networks->len)
+		nm_watch_new(on_nm, d, &d->nm);
+	return d->nm != NULL;
+}
+
 /* Load the configuration again; false (the old one stays) when it is not valid. */
 static bool reload(struct daemon *d)
 {
@@ -294,6 +305,7 @@ static bool reload(struct daemon *d)
 		return false;
 	config_free(d->cfg);
 	d->cfg = cfg;
+	follow_nm(d);
 	return true;
 }
 
@@ -381,10 +393,9 @@ int daemon_run(const struct daemon_opts *opts)
 	learn_names(&d);
 	rc = reconciler(&d);
 	watch_holds(&d);
-	if (!d.cfg->networks->len)
-		reconcile_all(&rc);
 	/* With profiles, the first pass waits for NetworkManager's answer (on_nm). */
-	nm_watch_new(on_nm, &d, &d.nm);
+	if (!follow_nm(&d))
+		reconcile_all(&rc);
 
 	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
 	g_unix_signal_add(SIGHUP, on_hup, &d);

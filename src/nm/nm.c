@@ -8,17 +8,8 @@
 #include <NetworkManager.h>
 
 #include "util/log.h"
+#include "nm/module.h"
 #include "nm/nm.h"
-
-void nm_nets_free(struct nm_nets *n)
-{
-	if (!n)
-		return;
-	if (n->strings)
-		g_string_chunk_free(n->strings);
-	g_free(n->view.nets);
-	g_free(n);
-}
 
 static const char *keep(struct nm_nets *n, const char *s)
 {
@@ -88,7 +79,7 @@ static struct nm_nets *snapshot(NMClient *client)
  */
 #define CLIENT_FLAGS NM_CLIENT_INSTANCE_FLAGS_NO_AUTO_FETCH_PERMISSIONS
 
-int nm_nets_get(struct nm_nets **out)
+static int nets_get(struct nm_nets **out)
 {
 	g_autoptr(GError) err = NULL;
 	g_autoptr(NMClient) client = NULL;
@@ -197,7 +188,7 @@ static void on_ready(GObject *src, GAsyncResult *res, gpointer data)
 	changed(w);
 }
 
-int nm_watch_new(nm_changed_fn fn, void *arg, struct nm_watch **out)
+static int watch_new(nm_changed_fn fn, void *arg, struct nm_watch **out)
 {
 	struct nm_watch *w = g_new0(struct nm_watch, 1);
 
@@ -212,7 +203,7 @@ int nm_watch_new(nm_changed_fn fn, void *arg, struct nm_watch **out)
 	return 0;
 }
 
-void nm_watch_free(struct nm_watch *w)
+static void watch_free(struct nm_watch *w)
 {
 	if (!w)
 		return;
@@ -227,8 +218,17 @@ void nm_watch_free(struct nm_watch *w)
 	g_free(w);
 }
 
-int nm_watch_nets(struct nm_watch *w, struct nm_nets **out)
+static int watch_nets(struct nm_watch *w, struct nm_nets **out)
 {
 	*out = snapshot(w->client);
 	return 0;
 }
+
+/* What nm/load.c finds with dlsym(). */
+__attribute__((visibility("default"))) extern const struct nm_module wgshape_nm_module;
+const struct nm_module wgshape_nm_module = {
+	.nets_get = nets_get,
+	.watch_new = watch_new,
+	.watch_free = watch_free,
+	.watch_nets = watch_nets,
+};

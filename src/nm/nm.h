@@ -3,6 +3,8 @@
  * The NetworkManager module: the only place that includes <NetworkManager.h>.
  * It answers one question, which networks are active now, either once (the
  * dispatcher hook) or continuously (the daemon, on its GLib main loop).
+ * libnm is loaded with the wgshape-nm.so module on the first question
+ * (nm/load.c): ask only when a [network] profile needs the answer.
  */
 #ifndef WGSHAPE_NM_H
 #define WGSHAPE_NM_H
@@ -22,7 +24,11 @@ struct nm_nets {
 
 void nm_nets_free(struct nm_nets *n);
 
-/* Ask NetworkManager now, blocking (the dispatcher hook). Not running is not an error. */
+/*
+ * Ask NetworkManager now, blocking (the dispatcher hook). Not running is not
+ * an error. Always gives a snapshot; -ENOENT (logged) when the module cannot
+ * be loaded, and then the networks are unknown.
+ */
 int nm_nets_get(struct nm_nets **out);
 
 struct nm_watch;

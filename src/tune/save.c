@@ -118,9 +118,11 @@ int tune_apply_saved(const char *config_path, const char *statedir, struct netli
 
 	if (!cfg)
 		return -EINVAL;
-	nm_nets_get(&nets);
+	if (cfg->networks->len) {
+		nm_nets_get(&nets);
+		rc.nets = &nets->view;
+	}
 	rc.cfg = cfg;
-	rc.nets = &nets->view;
 	r = reconcile_iface(&rc, ifname);
 	nm_nets_free(nets);
 	return r;

@@ -1,52 +1,54 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Text goes to stdout as it comes; JSON goes through the wgshape-json.so
+ * module (json-glib), loaded by print_begin(true) only.
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <json-glib/json-glib.h>
 
+#include "util/json.h"
+#include "util/module.h"
 #include "util/print.h"
 
 /* NULL: text mode */
-static JsonBuilder *builder;
+static const struct json_out *json;
+/* set by print_use_json, else loaded */
+static const struct json_out *linked;
 
-void print_begin(bool json)
+void print_use_json(const struct json_out *out)
 {
-	g_clear_object(&builder);
-	if (json)
-		builder = json_builder_new();
+	linked = out;
+}
+
+int print_begin(bool as_json)
+{
+	json = NULL;
+	if (!as_json)
+		return 0;
+	if (!linked)
+		linked = module_symbol(JSON_MODULE_FILE, JSON_MODULE_SYMBOL);
+	if (!linked)
+		return -ENOENT;
+	json = linked;
+	json->begin();
+	return 0;
 }
 
 int print_end(void)
 {
-	JsonNode *root;
-	char *out;
-	int r = 0;
+	int r;
 
-	if (!builder)
+	if (!json)
 		return fflush(stdout) == 0 ? 0 : -errno;
-	root = json_builder_get_root(builder);
-	if (root) {
-		out = json_to_string(root, TRUE);
-		if (puts(out) < 0 || fflush(stdout) != 0)
-			r = -errno;
-		g_free(out);
-		json_node_unref(root);
-	}
-	g_clear_object(&builder);
+	r = json->end();
+	json = NULL;
 	return r;
 }
 
 bool print_is_json(void)
 {
-	return builder != NULL;
-}
-
-/* JSON: name the member (not for PRINT_ELEM or a NULL container key); true. */
-static bool member(const char *key)
-{
-	if (key && *key)
-		json_builder_set_member_name(builder, key);
-	return true;
+	return json != NULL;
 }
 
 static void text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -59,117 +61,117 @@ static void text(const char *fmt, ...)
 	va_end(ap);
 }
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-
 void print_open_object(const char *key)
 {
-	if (builder && member(key))
-		json_builder_begin_object(builder);
+	if (json)
+		json->open_object(key);
 }
 
 void print_close_object(void)
 {
-	if (builder)
-		json_builder_end_object(builder);
+	if (json)
+		json->close_object();
 }
 
 void print_open_array(const char *key)
 {
-	if (builder && member(key))
-		json_builder_begin_array(builder);
+	if (json)
+		json->open_array(key);
 }
 
 void print_close_array(void)
 {
-	if (builder)
-		json_builder_end_array(builder);
+	if (json)
+		json->close_array();
 }
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
 
 void print_string(const char *key, const char *fmt, const char *value)
 {
-	if (!builder) {
+	if (!json) {
 		if (fmt)
 			text(fmt, value);
-	} else if (key && member(key)) {
-		json_builder_add_string_value(builder, value);
+	} else if (key) {
+		json->string(key, value);
 	}
 }
 
 void print_uint(const char *key, const char *fmt, uint64_t value)
 {
-	if (!builder) {
+	if (!json) {
 		if (fmt)
 			text(fmt, value);
-	} else if (key && member(key)) {
+	} else if (key) {
 		/* JSON numbers past 2^63 are not what a reader expects: clamp */
-		json_builder_add_int_value(builder, value > INT64_MAX ? INT64_MAX : (gint64)value);
+		json->integer(key, value > INT64_MAX ? INT64_MAX : (int64_t)value);
 	}
 }
 
 void print_int(const char *key, const char *fmt, int64_t value)
 {
-	if (!builder) {
+	if (!json) {
 		if (fmt)
 			text(fmt, value);
-	} else if (key && member(key)) {
-		json_builder_add_int_value(builder, value);
+	} else if (key) {
+		json->integer(key, value);
 	}
 }
 
 void print_double(const char *key, const char *fmt, double value)
 {
-	if (!builder) {
+	if (!json) {
 		if (fmt)
 			text(fmt, value);
-	} else if (key && member(key)) {
-		json_builder_add_double_value(builder, value);
+	} else if (key) {
+		json->number(key, value);
 	}
 }
 
 void print_bool(const char *key, const char *fmt, bool value)
 {
-	if (!builder) {
+	if (!json) {
 		if (fmt)
 			text(fmt, value ? "yes" : "no");
-	} else if (key && member(key)) {
-		json_builder_add_boolean_value(builder, value);
+	} else if (key) {
+		json->boolean(key, value);
 	}
 }
 
+#pragma GCC diagnostic pop
+
 void print_null(const char *key, const char *fmt)
 {
-	if (!builder) {
+	if (!json) {
 		if (fmt)
-			text("%s", fmt);
-	} else if (key && member(key)) {
-		json_builder_add_null_value(builder);
+			fputs(fmt, stdout);
+	} else if (key) {
+		json->null(key);
 	}
 }
 
 void print_flag(const char *key, bool value, const char *yes, const char *no)
 {
-	if (!builder)
+	if (!json)
 		fputs(value ? yes : no, stdout);
-	else if (key && member(key))
-		json_builder_add_boolean_value(builder, value);
+	else if (key)
+		json->boolean(key, value);
 }
 
 void print_uint_as(const char *key, const char *fmt, uint64_t value, const char *shown)
 {
-	if (!builder)
+	if (!json)
 		print_string(NULL, fmt, shown);
 	else
 		print_uint(key, NULL, value);
 }
 
-#pragma GCC diagnostic pop
-
 void print_text(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (builder)
+	if (json)
 		return;
 	va_start(ap, fmt);
 	vprintf(fmt, ap);

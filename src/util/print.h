@@ -28,7 +28,11 @@
 
 #define PRINT_ELEM ""
 
-void print_begin(bool json);
+/*
+ * Begin one output, text or JSON. JSON loads the wgshape-json.so module the
+ * first time: -ENOENT (logged) when it cannot, and then nothing is printed.
+ */
+int print_begin(bool json);
 /* Write the JSON document (pretty, one trailing newline); 0 or -errno. */
 int print_end(void);
 bool print_is_json(void);
@@ -52,5 +56,9 @@ void print_flag(const char *key, bool value, const char *yes, const char *no);
 void print_uint_as(const char *key, const char *fmt, uint64_t value, const char *shown);
 /* Text only. */
 void print_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+struct json_out;
+/* JSON through this table (a program that links util/json.c) instead of the module. */
+void print_use_json(const struct json_out *out);
 
 #endif

@@ -3,10 +3,11 @@
 #
 # check-linking.sh BUILDDIR: install the build into a scratch DESTDIR and ask
 # ldd what the installed programs load. wgshape (the dispatcher hook, set,
-# show, the daemon) must load neither libcurl nor libmicrohttpd, whatever the
-# linker's --as-needed does (the split is in meson's dependency lists);
-# wgshape-measure, which runs tune and serve, must load both (or this check
-# would pass on a build that dropped them everywhere).
+# show, the daemon) must load none of libcurl, libmicrohttpd, libnm,
+# json-glib and libsystemd, whatever the linker's --as-needed does (the split
+# is in meson's dependency lists); wgshape-measure, which runs tune and serve,
+# must load libcurl and libmicrohttpd, and the modules libnm and json-glib
+# (or this check would pass on a build that dropped them everywhere).
 set -u
 build=$1
 dest=$(mktemp -d "${TMPDIR:-/tmp}/wgshape-install.XXXXXX")
@@ -15,7 +16,10 @@ meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >/dev/null 2>&1
 	{ echo "FAIL meson install -C $build --destdir $dest"; exit 1; }
 core=$(find "$dest" -type f -name wgshape -perm -u+x | head -1)
 measure=$(find "$dest" -type f -name wgshape-measure -perm -u+x | head -1)
-[ -n "$core" ] && [ -n "$measure" ] || { echo "FAIL wgshape or wgshape-measure not installed"; exit 1; }
+nm=$(find "$dest" -type f -name wgshape-nm.so | head -1)
+json=$(find "$dest" -type f -name wgshape-json.so | head -1)
+[ -n "$core" ] && [ -n "$measure" ] && [ -n "$nm" ] && [ -n "$json" ] ||
+	{ echo "FAIL wgshape, wgshape-measure or a module is not installed"; exit 1; }
 fails=0
 check() { # WHAT PROGRAM WANT(yes|no) LIB
 	if ldd "$2" | grep -q "$4"; then got=yes; else got=no; fi
@@ -26,9 +30,12 @@ check() { # WHAT PROGRAM WANT(yes|no) LIB
 		fails=$((fails + 1))
 	fi
 }
-check core "$core" no libcurl
-check core "$core" no libmicrohttpd
+for lib in libcurl libmicrohttpd libnm libjson-glib libsystemd; do
+	check core "$core" no $lib
+done
 check measure "$measure" yes libcurl
 check measure "$measure" yes libmicrohttpd
+check module "$nm" yes libnm
+check module "$json" yes libjson-glib
 echo "wgshape loads $(ldd "$core" | grep -c '=>') shared libraries, wgshape-measure $(ldd "$measure" | grep -c '=>')"
 [ "$fails" = 0 ]

@@ -88,6 +88,9 @@ need_wgshape() {
 	# tune and serve run in wgshape-measure, which a build keeps beside it
 	[ -x "$(dirname "$WGSHAPE")/wgshape-measure" ] ||
 		die "no wgshape-measure beside $WGSHAPE (ninja builds both)"
+	# and the modules it loads when needed (libnm, json-glib)
+	[ -f "$(dirname "$WGSHAPE")/wgshape-nm.so" ] && [ -f "$(dirname "$WGSHAPE")/wgshape-json.so" ] ||
+		die "no wgshape-nm.so or wgshape-json.so beside $WGSHAPE (ninja builds them)"
 }
 
 # Parts of these scenarios change kernel-wide settings (the module autoload

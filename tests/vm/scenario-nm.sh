@@ -45,7 +45,7 @@ for p in "${parts[@]}"; do
 done
 
 REPO=$(cd "$LAB_DIR/../.." && pwd -P)
-HOOK_IN=$REPO/dispatcher/90-wgshape.in
+HOOK_IN=$(dirname "$WGSHAPE")/dispatcher/90-wgshape # as meson configured it
 HOOK=/etc/NetworkManager/dispatcher.d/90-wgshape
 NM_DISPATCHER=/usr/lib/NetworkManager/nm-dispatcher
 [ -x "$NM_DISPATCHER" ] || NM_DISPATCHER=/usr/libexec/nm-dispatcher
@@ -159,7 +159,8 @@ add_network() {
 }
 
 hook_install() {
-	sed "s|@sbindir@|$(dirname "$WGSHAPE")|" "$HOOK_IN" >"$HOOK.new"
+	[ -f "$HOOK_IN" ] || die "no $HOOK_IN: the build configures the hook"
+	sed "s|^exec .*/wgshape dispatch|exec $(dirname "$WGSHAPE")/wgshape dispatch|" "$HOOK_IN" >"$HOOK.new"
 	chown root:root "$HOOK.new"
 	chmod 0755 "$HOOK.new"
 	mv "$HOOK.new" "$HOOK"

@@ -133,9 +133,10 @@ info "$(systemd-analyze time 2>/dev/null | head -n1 || true)"
 
 # ---- install ---------------------------------------------------------------
 
-step "install the build into the overlay: $SBIN/wgshape (wgshape-measure beside it), units, man pages"
+step "install the build into the overlay: $SBIN/wgshape (wgshape-measure and the modules beside it), units, man pages"
 install -m 0755 "$WGSHAPE" "$SBIN/wgshape"
 install -m 0755 "$(dirname "$WGSHAPE")/wgshape-measure" "$SBIN/wgshape-measure"
+install -m 0644 "$(dirname "$WGSHAPE")"/wgshape-nm.so "$(dirname "$WGSHAPE")"/wgshape-json.so "$SBIN/"
 src=$(dirname "$WGSHAPE")/systemd
 repo=$(cd "$LAB_DIR/../.." && pwd -P)
 for u in wgshape.service wgshape@.service; do
