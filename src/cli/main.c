@@ -20,8 +20,9 @@
 #include "build-config.h"
 #include "cli/cli.h"
 #include "config/config.h"
-#include "util/log.h"
 #include "shape/state.h"
+#include "util/log.h"
+#include "util/module.h"
 
 #ifdef WGSHAPE_MEASURE
 #define MEASURE(fn) fn
@@ -38,18 +39,9 @@ static char **argv_as_given;
  */
 static int exec_measure(int argc, char **argv, const struct cli *cli)
 {
-	g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
-	g_autofree char *near = NULL;
-	const char *path = WGSHAPE_LIBEXECDIR "/wgshape-measure";
+	g_autofree char *path = installed_file("wgshape-measure", WGSHAPE_LIBEXECDIR);
 
-	if (self) {
-		g_autofree char *dir = g_path_get_dirname(self);
-
-		near = g_build_filename(dir, "wgshape-measure", NULL);
-		if (access(near, X_OK) == 0)
-			path = near;
-	}
-	argv_as_given[0] = (char *)path;
+	argv_as_given[0] = path;
 	execv(path, argv_as_given);
 	log_err("%s: cannot run %s: %s", argv[0], path, g_strerror(errno));
 	return EXIT_FAIL;

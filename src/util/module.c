@@ -6,39 +6,29 @@
 #include "util/log.h"
 #include "util/module.h"
 
-/* Beside the program first: a build tree runs its own modules, not installed ones. */
-static void *open_module(const char *file, char **why)
+char *installed_file(const char *file, const char *dir)
 {
 	g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
-	g_autofree char *near = NULL;
-	g_autofree char *installed = g_build_filename(WGSHAPE_MODULEDIR, file, NULL);
-	void *h;
 
 	if (self) {
-		g_autofree char *dir = g_path_get_dirname(self);
+		g_autofree char *here = g_path_get_dirname(self);
+		char *near = g_build_filename(here, file, NULL);
 
-		near = g_build_filename(dir, file, NULL);
-		if (g_file_test(near, G_FILE_TEST_IS_REGULAR)) {
-			h = dlopen(near, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-			if (!h)
-				*why = g_strdup(dlerror());
-			return h;
-		}
+		if (g_file_test(near, G_FILE_TEST_IS_REGULAR))
+			return near;
+		g_free(near);
 	}
-	h = dlopen(installed, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	if (!h)
-		*why = g_strdup(dlerror());
-	return h;
+	return g_build_filename(dir, file, NULL);
 }
 
 const void *module_symbol(const char *file, const char *symbol)
 {
-	g_autofree char *why = NULL;
-	void *h = open_module(file, &why);
+	g_autofree char *path = installed_file(file, WGSHAPE_MODULEDIR);
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	void *sym;
 
 	if (!h) {
-		log_err("cannot load %s: %s", file, why ? why : "unknown error");
+		log_err("cannot load %s: %s", file, dlerror());
 		return NULL;
 	}
 	sym = dlsym(h, symbol);

@@ -8,6 +8,12 @@
 #define WGSHAPE_UTIL_MODULE_H
 
 /*
+ * FILE beside the running program when it is there (a build tree runs its
+ * own parts, not the installed ones), else in DIR; g_free() it.
+ */
+char *installed_file(const char *file, const char *dir);
+
+/*
  * The symbol's address in module FILE (wgshape-nm.so), found beside the
  * running program (a build tree) or in the installed module directory;
  * NULL with one line logged naming the file and why. Modules stay loaded.
