@@ -21,6 +21,12 @@
 #   names       a connection named `Home $(touch /tmp/pwned) "5G"` + newline
 #               matches a profile as a plain string; nothing runs
 #   timing      `wgshape -v dispatch client up` by hand: figures, no assertion
+#   footprint   (benchmark, not in the default list) what wgshape costs against
+#               the tools it replaces, side by side: the hook against a recipe
+#               dispatcher script (nmcli + tc) for an ignored action and for
+#               up, `wgshape set` against `tc qdisc replace`, and a server
+#               daemon's resident memory (no profiles: no libnm) just started
+#               and after 100 interfaces came and went; ratios, no assertion
 #
 # Background programs start as `ip netns exec cli PROG &` (not through the
 # inns function), so that $! is the program itself and can be killed.
@@ -39,8 +45,8 @@ parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(dispatcher daemon both names timing)
 for p in "${parts[@]}"; do
 	case "$p" in
-	dispatcher | daemon | both | names | timing) ;;
-	*) die "unknown part '$p' (dispatcher, daemon, both, names, timing)" ;;
+	dispatcher | daemon | both | names | timing | footprint) ;;
+	*) die "unknown part '$p' (dispatcher, daemon, both, names, timing, footprint)" ;;
 	esac
 done
 
@@ -511,6 +517,101 @@ part_timing() {
 	expect_cake cli "$TUN" bandwidth="$B85"
 	printf 'FIGURES dispatch-debug-ms %s | wall-ms %s | hook-up-ms %s | hook-ignored-ms %s\n' \
 		"${debug[*]}" "${wall[*]}" "${hook[*]}" "${ign[*]}"
+}
+
+# The recipe this replaces: a dispatcher script that asks nmcli which network
+# is active and sets cake with tc (the README's "today people do this").
+RECIPE='#!/bin/sh
+[ "$1" = client ] || exit 0
+case "$2" in
+up) ;;
+*) exit 0 ;;
+esac
+case "$(nmcli -t -f NAME connection show --active)" in
+*"Home Wi-Fi 5G"*) rate=85mbit ;;
+*"Home Wi-Fi 2.4G"*) rate=40mbit ;;
+*) tc qdisc del dev client root 2>/dev/null; exit 0 ;;
+esac
+tc qdisc replace dev client root cake bandwidth "$rate" overhead 60
+'
+
+# timed N CMD...: run CMD in cli N times, in this shell (a failure counts),
+# %I in its words replaced by 10000 + the run's number (a rate that changes);
+# MEDIAN is the median wall-clock milliseconds of a run.
+timed() {
+	local n=$1 i t0 ms=()
+	shift
+	for ((i = 0; i < n; i++)); do
+		t0=$EPOCHREALTIME
+		inns cli "${@//%I/$((10000 + i))}" >/dev/null 2>&1 || fail "${*//%I/$((10000 + i))} exited $?"
+		ms+=("$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", (b - a) * 1000 }')")
+	done
+	MEDIAN=$(printf '%s\n' "${ms[@]}" | sort -g |
+		awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+}
+
+FOOT=()
+# foot WHAT THEIRS_MS OURS_MS: a row of the footprint table
+foot() {
+	FOOT+=("$(printf '%-44s %9s %9s %6s' "$1" "$2" "$3" \
+		"$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.2fx", b / a }')")")
+}
+
+# the server's daemon: [interface wg*] only, in srv (no NetworkManager there)
+server_rss() {
+	local conf=$LAB_TMP/server.conf log=$LAB_TMP/server-daemon.log pid rss0 rss1 i
+	printf '[interface wgb*]\negress = 10mbit\n' >"$conf"
+	chmod 0644 "$conf"
+	ip netns exec srv "$WGSHAPE" -c "$conf" daemon >"$log" 2>&1 &
+	pid=$!
+	wait_line 30 "$log" 'running' >/dev/null || die "the server daemon did not start: $(cat "$log")"
+	rss0=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
+	for ((i = 0; i < 100; i++)); do
+		ip -n srv link add "wgb$i" type dummy && ip -n srv link del "wgb$i"
+	done
+	ip -n srv link add wgbend type dummy
+	wait_line 60 "$log" 'wgbend: shaped' >/dev/null || fail "the server daemon did not shape wgbend"
+	rss1=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
+	if grep -q libnm "/proc/$pid/maps"; then fail "the server daemon loaded libnm"; else pass "the server daemon did not load libnm"; fi
+	kill "$pid" && wait "$pid" || true
+	ip -n srv link del wgbend
+	SERVER_RSS0=$rss0 SERVER_RSS1=$rss1
+}
+
+part_footprint() {
+	local n=10 a i
+	step "FOOTPRINT: wgshape against the recipe (dispatcher script, tc), and the daemon's memory"
+	hook_install
+	net_down_all
+	tun_up
+	net_up "$NET5"
+	printf '%s' "$RECIPE" >"$LAB_TMP/recipe.sh"
+	chmod 0755 "$LAB_TMP/recipe.sh"
+	timed $n "$LAB_TMP/recipe.sh" "$TUN" pre-up
+	a=$MEDIAN
+	timed $n "$HOOK" "$TUN" pre-up
+	foot "dispatcher, an ignored action (pre-up)" "$a" "$MEDIAN"
+	timed $n "$LAB_TMP/recipe.sh" "$TUN" up
+	a=$MEDIAN
+	expect_cake cli "$TUN" bandwidth="$B85"
+	inns cli tc qdisc del dev "$TUN" root
+	timed $n "$HOOK" "$TUN" up
+	expect_cake cli "$TUN" bandwidth="$B85"
+	foot "dispatcher up (the network, then cake)" "$a" "$MEDIAN"
+	timed $((2 * n)) tc qdisc replace dev "$TUN" root cake bandwidth %Ikbit overhead 60
+	a=$MEDIAN
+	timed $((2 * n)) "$WGSHAPE" set "$TUN" egress %Ikbit
+	expect_cake cli "$TUN" bandwidth="$(rate_bytes "$((10000 + 2 * n - 1))kbit")"
+	foot "one rate change as a process" "$a" "$MEDIAN"
+	server_rss
+	step "figures (median ms of $n runs, $((2 * n)) for a rate change; ratio = wgshape / the other)"
+	info "$(printf '%-44s %9s %9s %6s' what recipe/tc wgshape ratio)"
+	for i in "${FOOT[@]}"; do info "$i"; done
+	info "$(printf '%-44s %9s %9s %6s' "server daemon VmRSS, kB (goal 6144)" "$SERVER_RSS0" "$SERVER_RSS1" \
+		"$(awk -v a=6144 -v b="$SERVER_RSS1" 'BEGIN { printf "%.2fx", b / a }')")"
+	info "(the daemon row: just started, then after 100 interfaces came and went; ratio to 6 MB)"
+	hook_remove
+	net_down_all
 }
 
 for p in "${parts[@]}"; do
