@@ -26,6 +26,7 @@
 
 #include "measure/cpu.h"
 #include "measure/measure.h"
+#include "proto/tune.h"
 
 /* ---- cpu --------------------------------------------------------------- */
 
@@ -201,11 +202,13 @@ static uint16_t closed_port(int family, int type)
 	return port;
 }
 
-/* UDP echo; drops every drop_every-th datagram when set. */
+/* serve's UDP echo (answers requests); drops every drop_every-th datagram
+ * when set; verbatim: sends back what came, as a plain echo (or a loop) does. */
 struct echo {
 	int fd, wake[2];
 	uint16_t port;
 	unsigned int drop_every;
+	bool verbatim;
 	atomic_uint seen, dropped;
 	GThread *thread;
 };
@@ -233,19 +236,27 @@ static gpointer echo_thread(gpointer arg)
 			e->dropped++;
 			continue;
 		}
+		if (!e->verbatim && tune_probe_answer(buf, (size_t)n) < 0)
+			continue;
 		sendto(e->fd, buf, (size_t)n, 0, (struct sockaddr *)&from, flen);
 	}
 }
 
-static struct echo *echo_start(int family, unsigned int drop_every)
+static struct echo *echo_start_verbatim(int family, unsigned int drop_every, bool verbatim)
 {
 	struct echo *e = g_new0(struct echo, 1);
 
 	e->fd = listen_on(family, SOCK_DGRAM, &e->port);
 	e->drop_every = drop_every;
+	e->verbatim = verbatim;
 	g_assert_cmpint(pipe2(e->wake, O_CLOEXEC), ==, 0);
 	e->thread = g_thread_new("echo", echo_thread, e);
 	return e;
+}
+
+static struct echo *echo_start(int family, unsigned int drop_every)
+{
+	return echo_start_verbatim(family, drop_every, false);
 }
 
 static void echo_stop(struct echo *e)
@@ -682,6 +693,26 @@ static void test_udp_loss(void)
 	for (size_t i = 0; i < res->n_samples; i++)
 		g_assert_cmpint(res->samples[i].rtt_ms < 0, ==, (i + 1) % 4 == 0);
 	check_rtts(res);
+	measure_result_free(res);
+	echo_stop(e);
+}
+
+/* A UDP echo that sends the request back as it came is not serve: nothing counts. */
+static void test_udp_verbatim(void)
+{
+	struct echo *e = echo_start_verbatim(AF_INET, 0, true);
+	struct measure_config cfg;
+	struct measure_result *res;
+
+	cfg_base(&cfg, AF_INET, 400);
+	cfg_udp(&cfg, AF_INET, e);
+	cfg.probe_timeout_ms = 300;
+	res = run_ok(&cfg);
+	g_test_message("%zu probes, %zu answered, %zu lost", res->n_samples, res->n_rtt,
+		       res->lost);
+	g_assert_cmpuint(res->n_samples, >=, 2);
+	g_assert_cmpuint(res->n_rtt, ==, 0);
+	g_assert_cmpuint(res->lost, ==, res->n_samples);
 	measure_result_free(res);
 	echo_stop(e);
 }
@@ -1271,6 +1302,7 @@ int main(int argc, char **argv)
 	g_test_add_data_func("/measure/udp/ipv4", GINT_TO_POINTER(AF_INET), test_udp);
 	g_test_add_data_func("/measure/udp/ipv6", GINT_TO_POINTER(AF_INET6), test_udp);
 	g_test_add_func("/measure/udp/loss", test_udp_loss);
+	g_test_add_func("/measure/udp/verbatim", test_udp_verbatim);
 	g_test_add_func("/measure/udp/refused", test_udp_refused);
 	g_test_add_func("/measure/udp/family", test_udp_family);
 	g_test_add_func("/measure/udp/no-interface", test_no_interface);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The tune/serve protocol's codec (proto/tune.h): the probe datagram byte for
- * byte, its round trip, every length short and long, a wrong magic; which
- * datagrams the echo answers; the load URLs.
+ * byte, its round trip, every length short and long, a wrong magic, its
+ * version and type; which datagrams the echo answers, and with what; the load
+ * URLs.
  */
 #include <errno.h>
 #include <string.h>
@@ -18,15 +19,16 @@
 	} while (0)
 
 static const struct tune_probe probes[] = {
-	{ 0, 0, 0 },
-	{ 0x01020304, 5, UINT64_C(0x1122334455667788) },
-	{ UINT32_MAX, UINT32_MAX, UINT64_MAX },
-	{ 0x80000000, 1, UINT64_C(1700000000123456789) },
+	{ 0, 0, TUNE_PROBE_REQUEST, 0 },
+	{ 0x01020304, 5, TUNE_PROBE_REQUEST, UINT64_C(0x1122334455667788) },
+	{ UINT32_MAX, UINT32_MAX, TUNE_PROBE_ANSWER, UINT64_MAX },
+	{ 0x80000000, 1, TUNE_PROBE_ANSWER, UINT64_C(1700000000123456789) },
 };
 
 static bool same_probe(const struct tune_probe *a, const struct tune_probe *b)
 {
-	return a->token == b->token && a->seq == b->seq && a->sent_ns == b->sent_ns;
+	return a->token == b->token && a->seq == b->seq && a->type == b->type &&
+	       a->sent_ns == b->sent_ns;
 }
 
 /* Byte for byte: what a capture shows, and what ICMP and UDP echoes carry back. */
@@ -36,15 +38,29 @@ static void test_layout(void)
 		0x77, 0x67, 0x73, 0x70, /* "wgsp" */
 		0x01, 0x02, 0x03, 0x04, /* token */
 		0x00, 0x00, 0x00, 0x05, /* seq */
-		0x00, 0x00, 0x00, 0x00, /* reserved */
+		0x01, /* version */
+		0x00, /* type: a request */
+		0x00, 0x00, /* reserved */
 		0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, /* sent_ns */
 	};
+	struct tune_probe answer = probes[1];
 	uint8_t buf[TUNE_PROBE_SIZE];
 
 	memset(buf, 0xaa, sizeof(buf));
 	g_assert_cmpint(tune_probe_encode(&probes[1], buf, sizeof(buf)), ==, 0);
 	g_assert_cmpmem(buf, sizeof(buf), want, sizeof(want));
 	g_assert_cmpint(TUNE_PROBE_SIZE, <=, TUNE_UDP_MAX);
+	/* an answer differs in its type byte only */
+	answer.type = TUNE_PROBE_ANSWER;
+	g_assert_cmpint(tune_probe_encode(&answer, buf, sizeof(buf)), ==, 0);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		check(buf[i] == (i == 13 ? 0x01 : want[i]), "answer: byte %zu is %#x", i, buf[i]);
+	/* no other type is sent */
+	answer.type = (enum tune_probe_type)2;
+	memset(buf, 0xaa, sizeof(buf));
+	g_assert_cmpint(tune_probe_encode(&answer, buf, sizeof(buf)), ==, -EINVAL);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		check(buf[i] == 0xaa, "type 2: byte %zu written", i);
 }
 
 static void test_roundtrip(void)
@@ -67,7 +83,7 @@ static void test_lengths(void)
 	memset(buf, 0x5a, sizeof(buf));
 	g_assert_cmpint(tune_probe_encode(&probes[1], buf, sizeof(buf)), ==, 0);
 	for (size_t len = 0; len <= sizeof(buf); len++) {
-		struct tune_probe out = { 7, 7, 7 }, untouched = out;
+		struct tune_probe out = { 7, 7, TUNE_PROBE_ANSWER, 7 }, untouched = out;
 		/* A heap copy of exactly len bytes: ASan sees a read past it. */
 		uint8_t *copy = g_memdup2(buf, len);
 		int r = tune_probe_parse(copy, len, &out);
@@ -83,7 +99,7 @@ static void test_lengths(void)
 	}
 }
 
-/* Every bit of the magic matters; the reserved word does not. */
+/* Every bit of the magic matters; the reserved bytes do not. */
 static void test_magic(void)
 {
 	uint8_t good[TUNE_PROBE_SIZE];
@@ -98,7 +114,7 @@ static void test_magic(void)
 		check(tune_probe_parse(buf, sizeof(buf), &out) == -EBADMSG,
 		      "magic with bit %zu flipped accepted", bit);
 	}
-	for (size_t i = 12; i < 16; i++) {
+	for (size_t i = 14; i < 16; i++) {
 		uint8_t buf[TUNE_PROBE_SIZE];
 
 		memcpy(buf, good, sizeof(buf));
@@ -106,6 +122,103 @@ static void test_magic(void)
 		check(tune_probe_parse(buf, sizeof(buf), &out) == 0 &&
 			      same_probe(&out, &probes[1]),
 		      "reserved byte %zu set: not read as the same probe", i);
+	}
+}
+
+/*
+ * The version and type bytes: every value of each. Version 0 is a sender
+ * older than the field (bytes 12-15 zero: a request); a newer version than
+ * ours is refused, as is a type that is neither.
+ */
+static void test_version_type(void)
+{
+	uint8_t good[TUNE_PROBE_SIZE];
+
+	g_assert_cmpint(tune_probe_encode(&probes[1], good, sizeof(good)), ==, 0);
+	for (unsigned int v = 0; v < 256; v++) {
+		for (unsigned int t = 0; t < 256; t++) {
+			struct tune_probe out = { 7, 7, TUNE_PROBE_ANSWER, 7 }, untouched = out;
+			uint8_t buf[TUNE_PROBE_SIZE];
+			int want = 0, r;
+
+			if (v > TUNE_PROBE_VERSION)
+				want = -EPROTONOSUPPORT;
+			else if (t > TUNE_PROBE_ANSWER)
+				want = -EBADMSG;
+
+			memcpy(buf, good, sizeof(buf));
+			buf[12] = (uint8_t)v;
+			buf[13] = (uint8_t)t;
+			r = tune_probe_parse(buf, sizeof(buf), &out);
+			check(r == want, "version %u type %u: %d, not %d", v, t, r, want);
+			if (r == 0)
+				check(out.type == (enum tune_probe_type)t && out.seq == 5,
+				      "version %u type %u: read as type %d", v, t, out.type);
+			else
+				check(same_probe(&out, &untouched), "version %u type %u: *out written",
+				      v, t);
+		}
+	}
+}
+
+/*
+ * A request becomes its answer in place, padding and version kept: exactly as
+ * long, one byte different. Anything else is refused and left as it was: an
+ * answer (which is how no two echoes can loop), a short or foreign datagram,
+ * a version from the future.
+ */
+static void test_answer(void)
+{
+	uint8_t req[TUNE_UDP_MAX], buf[TUNE_UDP_MAX];
+	struct tune_probe p;
+
+	memset(req, 0x5a, sizeof(req));
+	g_assert_cmpint(tune_probe_encode(&probes[1], req, sizeof(req)), ==, 0);
+	for (size_t len = TUNE_PROBE_SIZE; len <= sizeof(req); len++) {
+		uint8_t *copy = g_memdup2(req, len);
+
+		check(tune_probe_answer(copy, len) == 0, "len %zu: request not answered", len);
+		for (size_t i = 0; i < len; i++)
+			check(copy[i] == (i == 13 ? TUNE_PROBE_ANSWER : req[i]),
+			      "len %zu: byte %zu changed", len, i);
+		check(tune_probe_parse(copy, len, &p) == 0 && p.type == TUNE_PROBE_ANSWER &&
+			      p.token == probes[1].token && p.seq == probes[1].seq,
+		      "len %zu: not the request's answer", len);
+		/* and an answer is not answered */
+		memcpy(buf, copy, len);
+		check(tune_probe_answer(copy, len) == -EBADMSG, "len %zu: answer answered", len);
+		check(!memcmp(buf, copy, len), "len %zu: answer changed", len);
+		g_free(copy);
+	}
+	/* a request from a sender before the version field: answered, version kept */
+	memcpy(buf, req, TUNE_PROBE_SIZE);
+	buf[12] = 0;
+	g_assert_cmpint(tune_probe_answer(buf, TUNE_PROBE_SIZE), ==, 0);
+	g_assert_cmpint(buf[12], ==, 0);
+	g_assert_cmpint(buf[13], ==, TUNE_PROBE_ANSWER);
+	/* refused, untouched */
+	static const struct {
+		size_t len;
+		size_t at; /* a byte set to val first */
+		uint8_t val;
+		int want;
+	} bad[] = {
+		{ TUNE_PROBE_SIZE - 1, 0, 0x77, -EBADMSG }, /* short */
+		{ 0, 0, 0x77, -EBADMSG },
+		{ TUNE_PROBE_SIZE, 0, 0x00, -EBADMSG }, /* magic */
+		{ TUNE_PROBE_SIZE, 12, TUNE_PROBE_VERSION + 1, -EPROTONOSUPPORT },
+		{ TUNE_PROBE_SIZE, 13, 2, -EBADMSG },
+		{ TUNE_PROBE_SIZE, 13, 0xff, -EBADMSG },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		uint8_t *copy;
+
+		memcpy(buf, req, sizeof(buf));
+		buf[bad[i].at] = bad[i].val;
+		copy = g_memdup2(buf, bad[i].len ? bad[i].len : 1);
+		check(tune_probe_answer(copy, bad[i].len) == bad[i].want, "bad row %zu", i);
+		check(!bad[i].len || !memcmp(copy, buf, bad[i].len), "bad row %zu: changed", i);
+		g_free(copy);
 	}
 }
 
@@ -204,6 +317,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/proto/probe/lengths", test_lengths);
 	g_test_add_func("/proto/probe/magic", test_magic);
 	g_test_add_func("/proto/probe/encode-small", test_encode_small);
+	g_test_add_func("/proto/probe/version-type", test_version_type);
+	g_test_add_func("/proto/probe/answer", test_answer);
 	g_test_add_func("/proto/echo/accept", test_echo_accept);
 	g_test_add_func("/proto/url", test_url);
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * wgshape serve: the address choice and the token bucket (pure), then the
- * server itself on 127.0.0.1 and ::1 with an ephemeral port, spoken to with
- * plain sockets: download, upload, caps, 404, UDP echo and its rate limit.
- * Loopback only.
+ * wgshape serve: the address choice, `listen` clauses and the token bucket
+ * (pure), then the server itself on 127.0.0.1 and ::1 with an ephemeral port,
+ * spoken to with plain sockets: download, upload, caps, 404, one source's
+ * share of connections (from 127.0.0.2), the request head's deadline, the UDP
+ * echo (answers to requests only) and its rate limit. Loopback only.
  */
 #include <errno.h>
 #include <poll.h>
@@ -99,6 +100,49 @@ static void test_addr_parse(void)
 		g_assert_false(a.tunnel);
 		serve_addr_str(&a, shown, sizeof(shown));
 		g_assert_cmpstr(shown, ==, cases[i].shown);
+	}
+}
+
+/* `listen ADDR [any-source]`: every address of a family only when said so. */
+static void test_listen_parse(void)
+{
+	static const struct {
+		const char *addr, *next;
+		int r; /* words taken, or -EINVAL */
+		bool any_source;
+		const char *says; /* in err */
+	} cases[] = {
+		{ "0.0.0.0", NULL, -EINVAL, false, "'listen 0.0.0.0 any-source'" },
+		{ "::", NULL, -EINVAL, false, "'listen :: any-source'" },
+		{ "0::0", "port", -EINVAL, false, "not only tunnel peers" },
+		{ "0.0.0.0", "listen", -EINVAL, false, "any host" },
+		{ "0.0.0.0", "any-source", 2, true },
+		{ "::", "any-source", 2, true },
+		{ "10.0.0.1", NULL, 1, false },
+		{ "10.0.0.1", "port", 1, false },
+		{ "192.0.2.1", "any-source", 2, true }, /* said: no warning then */
+		{ "fe80::1%wg0", "any-source", 2, true },
+		{ "0.0.0.0", "ANY-SOURCE", -EINVAL, false, "any-source" },
+		{ "any-source", NULL, -EINVAL, false, "not an IPv4 or IPv6 address" },
+		{ "0.0.0.0/0", "any-source", -EINVAL, false, "not an IPv4" },
+		{ "10.0.0.1\n", NULL, -EINVAL, false, "'10.0.0.1\\n'" }, /* escaped */
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct serve_addr a = { .family = -1 };
+		char err[256] = "";
+		int r = serve_listen_parse(cases[i].addr, cases[i].next, &a, err, sizeof(err));
+
+		g_test_message("listen '%s' '%s': %d %s", cases[i].addr,
+			       cases[i].next ? cases[i].next : "(end)", r, err);
+		g_assert_cmpint(r, ==, cases[i].r);
+		if (r < 0) {
+			g_assert_cmpint(a.family, ==, -1); /* untouched */
+			g_assert_nonnull(strstr(err, cases[i].says));
+			g_assert_null(strchr(err, '\n'));
+			continue;
+		}
+		g_assert_cmpint(a.any_source, ==, cases[i].any_source);
 	}
 }
 
@@ -293,6 +337,41 @@ static int sock_to(int family, int type, uint16_t port)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	g_assert_cmpint(connect(fd, (struct sockaddr *)&ss, len), ==, 0);
 	return fd;
+}
+
+/* A TCP connection to 127.0.0.1:port from another loopback address (src). */
+static int sock_from(const char *src, uint16_t port)
+{
+	struct sockaddr_in from = { .sin_family = AF_INET }, to = { .sin_family = AF_INET };
+	struct timeval tv = { .tv_sec = 20 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_cmpint(inet_pton(AF_INET, src, &from.sin_addr), ==, 1);
+	to.sin_port = htons(port);
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	g_assert_cmpint(bind(fd, (struct sockaddr *)&from, sizeof(from)), ==, 0);
+	g_assert_cmpint(connect(fd, (struct sockaddr *)&to, sizeof(to)), ==, 0);
+	return fd;
+}
+
+/* Has the server closed fd (within ms)? Whatever it sent before is read and dropped. */
+static bool closed_within(int fd, int ms)
+{
+	gint64 end = g_get_monotonic_time() + (gint64)ms * 1000;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left = (int)((end - g_get_monotonic_time()) / 1000);
+		char buf[512];
+
+		if (poll(&p, 1, left > 0 ? left : 0) != 1)
+			return false;
+		if (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+			return true;
+	}
 }
 
 static void send_all(int fd, const void *buf, size_t len)
@@ -702,6 +781,120 @@ static void test_idle_timeout(void)
 	serve_stop(srv);
 }
 
+/*
+ * Slowloris from one source: more connections than the server has room for,
+ * each with a head never finished. The source gets its share and no more (the
+ * rest are closed at once); a peer at another address is still served, both
+ * GET / and a load stream.
+ */
+static void test_per_source_cap(void)
+{
+	/* no head deadline during the test, however slow the machine */
+	struct server *srv = start(&(struct serve_opts){ .head_timeout = 600 }, false);
+	enum { N = SERVE_CONN_LIMIT(SERVE_MAX_STREAMS) + 12 };
+	static const char part[] = "GET / HTTP/1.1\r\nX-Slow: 1\r\n";
+	int fds[N], held = 0;
+	struct response r;
+
+	for (int i = 0; i < N; i++) {
+		fds[i] = sock_from("127.0.0.2", serve_port(srv));
+		/* past the cap the server may have closed it already */
+		(void)!send(fds[i], part, sizeof(part) - 1, MSG_NOSIGNAL);
+	}
+	request(AF_INET, serve_port(srv), "GET", "/", &r);
+	g_assert_cmpint(r.status, ==, 200);
+	request(AF_INET, serve_port(srv), "GET", "/download?seconds=0.1", &r);
+	g_assert_cmpint(r.status, ==, 200);
+	g_usleep(200000);
+	for (int i = 0; i < N; i++) {
+		held += !closed_within(fds[i], 0);
+		close(fds[i]);
+	}
+	g_test_message("%d connections from 127.0.0.2: %d held", N, held);
+	g_assert_cmpint(held, ==, SERVE_CONN_PER_SOURCE(SERVE_MAX_STREAMS));
+	serve_stop(srv);
+}
+
+/*
+ * Send a request head a line at a time (every 0.2 s: never idle) and never
+ * end it. Seconds until the server closed the connection, or limit when it
+ * did not.
+ */
+static double trickle_head(int fd, double limit)
+{
+	gint64 t0 = g_get_monotonic_time();
+	const char *line = "GET / HTTP/1.1\r\n";
+
+	for (;;) {
+		double took = (double)(g_get_monotonic_time() - t0) / 1e6;
+
+		if (took >= limit)
+			return limit;
+		if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 || closed_within(fd, 200))
+			return (double)(g_get_monotonic_time() - t0) / 1e6;
+		line = "X-Slow: 1\r\n";
+	}
+}
+
+/*
+ * A head that trickles in is cut at the head deadline, though the connection
+ * is never idle; on a kept-alive connection, the deadline of the next head
+ * runs from the end of the previous answer.
+ */
+static void test_head_deadline(void)
+{
+	struct server *srv = start(&(struct serve_opts){ .head_timeout = 1 }, false);
+	/* answered after its (empty) body: libmicrohttpd keeps the connection */
+	static const char whole[] = "POST /upload HTTP/1.1\r\nHost: test\r\n"
+				    "Content-Length: 0\r\n\r\n";
+	int fd = sock_to(AF_INET, SOCK_STREAM, serve_port(srv));
+	struct response r;
+	double took;
+
+	took = trickle_head(fd, 6);
+	g_test_message("first head: closed after %.2f s", took);
+	g_assert_cmpfloat(took, >=, 0.9);
+	g_assert_cmpfloat(took, <, 3);
+	close(fd);
+
+	fd = sock_to(AF_INET, SOCK_STREAM, serve_port(srv));
+	g_usleep(700000); /* most of the deadline, before a whole request */
+	send_all(fd, whole, sizeof(whole) - 1);
+	read_response(fd, &r);
+	g_assert_cmpint(r.status, ==, 200);
+	took = trickle_head(fd, 6);
+	g_test_message("second head on the connection: closed after %.2f s", took);
+	g_assert_cmpfloat(took, >=, 0.9);
+	g_assert_cmpfloat(took, <, 3);
+	close(fd);
+	serve_stop(srv);
+}
+
+/* The deadline is the head's: an upload body may take longer than it. */
+static void test_slow_body(void)
+{
+	struct server *srv = start(&(struct serve_opts){ .head_timeout = 1 }, false);
+	static const char head[] = "POST /upload HTTP/1.1\r\nHost: test\r\n"
+				   "Content-Length: 10000\r\n\r\n";
+	static char piece[1000];
+	int fd = sock_to(AF_INET, SOCK_STREAM, serve_port(srv));
+	struct response r;
+	double secs;
+
+	memset(piece, 'x', sizeof(piece));
+	send_all(fd, head, sizeof(head) - 1);
+	for (int i = 0; i < 10; i++) {
+		g_usleep(250000);
+		send_all(fd, piece, sizeof(piece));
+	}
+	read_response(fd, &r);
+	g_assert_cmpint(r.status, ==, 200);
+	g_assert_cmpuint(json_bytes(r.body, &secs), ==, 10000);
+	g_assert_cmpfloat(secs, >=, 2);
+	close(fd);
+	serve_stop(srv);
+}
+
 static bool udp_recv(int fd, void *buf, size_t len, int timeout_ms, ssize_t *n)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -712,6 +905,17 @@ static bool udp_recv(int fd, void *buf, size_t len, int timeout_ms, ssize_t *n)
 	return *n >= 0;
 }
 
+/* A probe request of len bytes: the probe, then random padding. */
+static void make_request(uint8_t *buf, size_t len, uint32_t seq)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)g_random_int();
+	g_assert_cmpint(tune_probe_encode(&(struct tune_probe){ .token = 0x5e4e, .seq = seq,
+								.sent_ns = 42 },
+					  buf, len),
+			==, 0);
+}
+
 static void test_udp_echo(void)
 {
 	bool v6 = have_ipv6();
@@ -720,27 +924,73 @@ static void test_udp_echo(void)
 
 	for (size_t f = 0; f < (v6 ? 2u : 1u); f++) {
 		int fd = sock_to(families[f], SOCK_DGRAM, serve_port(srv));
-		uint8_t out[TUNE_UDP_MAX + 1], in[256];
+		uint8_t out[TUNE_UDP_MAX + 1], want[TUNE_UDP_MAX], in[256];
 		ssize_t n = -1;
 
-		for (size_t i = 0; i < sizeof(out); i++)
-			out[i] = (uint8_t)g_random_int();
-		/* verbatim, at every size up to the limit */
-		static const size_t sizes[] = { 0, 1, 16, 63, TUNE_UDP_MAX };
+		/* a request, padded up to the limit: its answer, of the same length */
+		static const size_t sizes[] = { TUNE_PROBE_SIZE, TUNE_PROBE_SIZE + 1, 63,
+						TUNE_UDP_MAX };
 		for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+			struct tune_probe p;
+
+			make_request(out, sizes[i], (uint32_t)i);
+			memcpy(want, out, sizes[i]);
+			g_assert_cmpint(tune_probe_answer(want, sizes[i]), ==, 0);
 			g_assert_cmpint(send(fd, out, sizes[i], 0), ==, (ssize_t)sizes[i]);
 			g_assert_true(udp_recv(fd, in, sizeof(in), 10000, &n));
-			g_assert_cmpint(n, ==, (ssize_t)sizes[i]);
-			g_assert_cmpmem(in, (size_t)n, out, sizes[i]);
+			g_assert_cmpmem(in, (size_t)n, want, sizes[i]);
+			g_assert_cmpint(tune_probe_parse(in, (size_t)n, &p), ==, 0);
+			g_assert_cmpint(p.type, ==, TUNE_PROBE_ANSWER);
+			g_assert_cmpuint(p.seq, ==, i);
 		}
-		/* one byte over: dropped; the next small one still comes back */
+		/* one byte over: dropped; the next one still answered */
+		make_request(out, TUNE_UDP_MAX + 1, 9);
 		g_assert_cmpint(send(fd, out, TUNE_UDP_MAX + 1, 0), ==, TUNE_UDP_MAX + 1);
 		g_assert_false(udp_recv(fd, in, sizeof(in), 300, &n));
-		g_assert_cmpint(send(fd, out, 8, 0), ==, 8);
+		g_assert_cmpint(send(fd, out, TUNE_PROBE_SIZE, 0), ==, TUNE_PROBE_SIZE);
 		g_assert_true(udp_recv(fd, in, sizeof(in), 10000, &n));
-		g_assert_cmpint(n, ==, 8);
+		g_assert_cmpint(n, ==, TUNE_PROBE_SIZE);
 		close(fd);
 	}
+	serve_stop(srv);
+}
+
+/*
+ * No loop: an answer is never answered (as when another echo, or a serve,
+ * sends one back), nor is anything that is not a probe request; and no
+ * answer is larger than its request.
+ */
+static void test_udp_no_loop(void)
+{
+	struct server *srv = start(&(struct serve_opts){ 0 }, false);
+	int fd = sock_to(AF_INET, SOCK_DGRAM, serve_port(srv));
+	uint8_t req[TUNE_PROBE_SIZE], ans[256], junk[TUNE_UDP_MAX];
+	struct tune_probe p;
+	ssize_t n = -1;
+
+	make_request(req, sizeof(req), 1);
+	g_assert_cmpint(send(fd, req, sizeof(req), 0), ==, (ssize_t)sizeof(req));
+	g_assert_true(udp_recv(fd, ans, sizeof(ans), 10000, &n));
+	g_assert_cmpint(n, <=, (ssize_t)sizeof(req));
+	g_assert_false(n == (ssize_t)sizeof(req) && !memcmp(ans, req, sizeof(req)));
+	g_assert_cmpint(tune_probe_parse(ans, (size_t)n, &p), ==, 0);
+	g_assert_cmpint(p.type, ==, TUNE_PROBE_ANSWER);
+	/* the answer sent back, as a verbatim echo would: nothing comes */
+	g_assert_cmpint(send(fd, ans, (size_t)n, 0), ==, n);
+	g_assert_false(udp_recv(fd, ans, sizeof(ans), 300, &n));
+	/* not a probe: an empty datagram, a short one, zeros, a request cut short */
+	memset(junk, 0, sizeof(junk));
+	static const size_t junk_len[] = { 0, 1, 16, TUNE_UDP_MAX };
+	for (size_t i = 0; i < G_N_ELEMENTS(junk_len); i++) {
+		g_assert_cmpint(send(fd, junk, junk_len[i], 0), ==, (ssize_t)junk_len[i]);
+		g_assert_false(udp_recv(fd, ans, sizeof(ans), 200, &n));
+	}
+	g_assert_cmpint(send(fd, req, sizeof(req) - 1, 0), ==, (ssize_t)sizeof(req) - 1);
+	g_assert_false(udp_recv(fd, ans, sizeof(ans), 200, &n));
+	/* and a request still is */
+	g_assert_cmpint(send(fd, req, sizeof(req), 0), ==, (ssize_t)sizeof(req));
+	g_assert_true(udp_recv(fd, ans, sizeof(ans), 10000, &n));
+	close(fd);
 	serve_stop(srv);
 }
 
@@ -749,13 +999,14 @@ static void test_udp_rate(void)
 	struct server *srv = start(&(struct serve_opts){ .udp_rate = 10, .udp_burst = 5 }, false);
 	int fd = sock_to(AF_INET, SOCK_DGRAM, serve_port(srv));
 	gint64 t0 = g_get_monotonic_time();
-	uint8_t buf[64] = "probe";
+	uint8_t req[TUNE_PROBE_SIZE], buf[64];
 	double took;
 	int got = 0;
 	ssize_t n = -1;
 
+	make_request(req, sizeof(req), 0);
 	for (int i = 0; i < 60; i++)
-		g_assert_cmpint(send(fd, buf, 8, 0), ==, 8);
+		g_assert_cmpint(send(fd, req, sizeof(req), 0), ==, (ssize_t)sizeof(req));
 	took = (double)(g_get_monotonic_time() - t0) / 1e6;
 	while (udp_recv(fd, buf, sizeof(buf), 500, &n))
 		got++;
@@ -764,7 +1015,7 @@ static void test_udp_rate(void)
 	g_assert_cmpint(got, <=, 5 + (int)(took * 10) + 1);
 	/* refilled at 10/s: after 0.2 s there is a token again */
 	g_usleep(200000);
-	g_assert_cmpint(send(fd, buf, 8, 0), ==, 8);
+	g_assert_cmpint(send(fd, req, sizeof(req), 0), ==, (ssize_t)sizeof(req));
 	g_assert_true(udp_recv(fd, buf, sizeof(buf), 10000, &n));
 	close(fd);
 	serve_stop(srv);
@@ -799,6 +1050,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/serve/token-bucket", test_token_bucket);
 	g_test_add_func("/serve/addr-parse", test_addr_parse);
+	g_test_add_func("/serve/listen-parse", test_listen_parse);
 	g_test_add_func("/serve/pick", test_pick);
 	g_test_add_func("/serve/http-basic", test_http_basic);
 	g_test_add_func("/serve/download", test_download);
@@ -806,7 +1058,11 @@ int main(int argc, char **argv)
 	g_test_add_func("/serve/upload-cap", test_upload_cap);
 	g_test_add_func("/serve/stream-cap", test_stream_cap);
 	g_test_add_func("/serve/idle-timeout", test_idle_timeout);
+	g_test_add_func("/serve/per-source-cap", test_per_source_cap);
+	g_test_add_func("/serve/head-deadline", test_head_deadline);
+	g_test_add_func("/serve/slow-body", test_slow_body);
 	g_test_add_func("/serve/udp-echo", test_udp_echo);
+	g_test_add_func("/serve/udp-no-loop", test_udp_no_loop);
 	g_test_add_func("/serve/udp-rate", test_udp_rate);
 	g_test_add_func("/serve/start-fails", test_start_fails);
 	return g_test_run();

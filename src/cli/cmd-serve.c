@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * wgshape serve [listen ADDR]... [port N]: the far end of `wgshape tune`.
- * Picks the addresses (the WireGuard interfaces' unless told), starts the
- * server (serve.c) and waits on a GLib loop for SIGTERM or SIGINT.
+ * wgshape serve [listen ADDR [any-source]]... [port N]: the far end of
+ * `wgshape tune`. Picks the addresses (the WireGuard interfaces' unless told),
+ * starts the server (serve.c) and waits on a GLib loop for SIGTERM or SIGINT.
  */
 #include <errno.h>
 #include <signal.h>
@@ -22,16 +22,19 @@
 #define LISTEN_MAX 16
 
 const char serve_usage[] =
-	"Usage: wgshape [-v] serve [listen ADDR]... [port N]\n"
+	"Usage: wgshape [-v] serve [listen ADDR [any-source]]... [port N]\n"
 	"\n"
 	"The far end of 'wgshape tune': on port N (default 4780) an HTTP/1.1 download\n"
 	"stream (GET /download) and upload sink (POST /upload) for load, and a UDP echo\n"
 	"for latency probes. By default it listens only on the addresses of this host's\n"
 	"WireGuard interfaces, so only tunnel peers reach it. 'listen ADDR' (repeatable;\n"
-	"fe80::1%wg0 for a link-local address, 0.0.0.0 or :: for every address of that\n"
-	"family) listens there instead, with a warning when ADDR is not a WireGuard\n"
-	"interface's. Caps: 16 load streams at once, 60 s per request, 10 s idle per\n"
-	"connection; UDP datagrams of at most 64 bytes, 50 per second per source address.\n"
+	"fe80::1%wg0 for a link-local address) listens there instead. On an address that\n"
+	"is not a WireGuard interface's it answers any host that reaches it, with a\n"
+	"warning; 'any-source' after ADDR says that is meant, and 0.0.0.0 or :: (every\n"
+	"address of that family, the tunnels' and all others) is refused without it.\n"
+	"Caps: 16 load streams at once, 60 s per request, 20 connections per source\n"
+	"address, 5 s for a request's head, 10 s idle per connection; UDP probe requests\n"
+	"of at most 64 bytes, 50 answers per second per source address.\n"
 	"-v logs every request. Runs until SIGTERM or SIGINT.\n";
 
 struct serve_args {
@@ -59,6 +62,8 @@ static bool parse_port(const char *s, uint16_t *out)
 static int parse_args(int argc, char **argv, struct serve_args *a)
 {
 	bool have_port = false;
+	char err[256];
+	int r;
 
 	a->port = TUNE_PORT;
 	for (int i = 1; i < argc; i++) {
@@ -75,30 +80,32 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 				!strcmp(w, "port") ? "port 4780" : "listen 10.0.0.1");
 			return -EINVAL;
 		}
-		shown = g_strescape(v, NULL);
-		i++;
-		if (!strcmp(w, "port")) {
-			if (have_port) {
-				log_err("serve: port given twice");
+		if (!strcmp(w, "listen")) {
+			if (a->n_listen == LISTEN_MAX) {
+				log_err("serve: more than %d listen addresses", LISTEN_MAX);
 				return -EINVAL;
 			}
-			if (!parse_port(v, &a->port)) {
-				log_err("serve: port '%s': a number from 1 to 65535", shown);
-				return -EINVAL;
+			r = serve_listen_parse(v, i + 2 < argc ? argv[i + 2] : NULL,
+					       &a->listen[a->n_listen], err, sizeof(err));
+			if (r < 0) {
+				log_err("serve: %s", err);
+				return r;
 			}
-			have_port = true;
+			a->n_listen++;
+			i += r;
 			continue;
 		}
-		if (a->n_listen == LISTEN_MAX) {
-			log_err("serve: more than %d listen addresses", LISTEN_MAX);
+		i++;
+		shown = g_strescape(v, NULL);
+		if (have_port) {
+			log_err("serve: port given twice");
 			return -EINVAL;
 		}
-		if (serve_addr_parse(v, &a->listen[a->n_listen]) < 0) {
-			log_err("serve: listen '%s': not an IPv4 or IPv6 address (IPv6 link-local: "
-				"fe80::1%%wg0)", shown);
+		if (!parse_port(v, &a->port)) {
+			log_err("serve: port '%s': a number from 1 to 65535", shown);
 			return -EINVAL;
 		}
-		a->n_listen++;
+		have_port = true;
 	}
 	return 0;
 }
@@ -163,7 +170,7 @@ int serve_main(int argc, char **argv, const struct cli *cli)
 	for (size_t i = 0; i < n; i++) {
 		char name[SERVE_ADDR_STR_SIZE];
 
-		if (addrs[i].tunnel)
+		if (addrs[i].tunnel || addrs[i].any_source)
 			continue;
 		serve_addr_str(&addrs[i], name, sizeof(name));
 		log_warn("serve: %s is not a WireGuard interface's address: reachable from "

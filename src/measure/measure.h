@@ -53,7 +53,7 @@
 
 enum measure_probe {
 	MEASURE_PROBE_NONE,
-	MEASURE_PROBE_UDP, /* echo of wgshape serve (or any UDP echo) */
+	MEASURE_PROBE_UDP, /* wgshape serve's UDP echo (only its answers count) */
 	MEASURE_PROBE_ICMP, /* ICMP / ICMPv6 echo */
 };
 

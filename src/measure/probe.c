@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Latency probes: ICMP echo (a ping socket, or a raw one) or a UDP echo (of
- * wgshape serve, or any), one socket connected to the target. The payload is
- * the protocol's probe datagram (proto/tune.h). RTTs come from the kernel's
+ * Latency probes: ICMP echo (a ping socket, or a raw one) or wgshape serve's
+ * UDP echo, one socket connected to the target. The payload is the protocol's
+ * probe datagram (proto/tune.h), sent as a request. RTTs come from the kernel's
  * receive timestamps, so a busy loop does not inflate them.
  */
 #include <errno.h>
@@ -272,6 +272,7 @@ static void probe_send(struct run *r)
 	sp.mono_ns = measure_mono_ns();
 	tune_probe_encode(&(struct tune_probe){ .token = p->token,
 						.seq = seq,
+						.type = TUNE_PROBE_REQUEST,
 						.sent_ns = (uint64_t)sp.real_ns },
 			  buf + off, TUNE_PROBE_SIZE);
 	/* The kernel sums ICMPv6 and ping sockets itself; raw ICMPv4 is ours. */
@@ -335,14 +336,22 @@ static bool icmp_strip(const struct probe *p, const uint8_t **buf, size_t *len)
 	return true;
 }
 
-/* The seq of an echo in buf, or false when it is not an answer to this run. */
+/*
+ * The seq of an echo in buf, or false when it is not an answer to this run.
+ * Over UDP only serve's answer counts (our request coming back is a loop or a
+ * mirror, not the far end); an ICMP echo reply carries the request as sent.
+ */
 static bool probe_match(const struct probe *p, const uint8_t *buf, size_t len, uint32_t *seq)
 {
+	enum tune_probe_type want = TUNE_PROBE_ANSWER;
 	struct tune_probe tp;
 
-	if (p->kind == MEASURE_PROBE_ICMP && !icmp_strip(p, &buf, &len))
-		return false;
-	if (tune_probe_parse(buf, len, &tp) < 0 || tp.token != p->token)
+	if (p->kind == MEASURE_PROBE_ICMP) {
+		if (!icmp_strip(p, &buf, &len))
+			return false;
+		want = TUNE_PROBE_REQUEST;
+	}
+	if (tune_probe_parse(buf, len, &tp) < 0 || tp.token != p->token || tp.type != want)
 		return false;
 	*seq = tp.seq;
 	return true;

@@ -29,16 +29,23 @@ static uint64_t get_be64(const uint8_t *p)
 	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
 }
 
+/* Where the version and type bytes are (tune.h has the whole layout). */
+enum { OFF_VERSION = 12, OFF_TYPE = 13 };
+
 int tune_probe_encode(const struct tune_probe *p, void *buf, size_t size)
 {
 	uint8_t *b = buf;
 
 	if (size < TUNE_PROBE_SIZE)
 		return -ENOBUFS;
+	if (p->type != TUNE_PROBE_REQUEST && p->type != TUNE_PROBE_ANSWER)
+		return -EINVAL;
 	put_be32(b, TUNE_PROBE_MAGIC);
 	put_be32(b + 4, p->token);
 	put_be32(b + 8, p->seq);
-	put_be32(b + 12, 0);
+	b[OFF_VERSION] = TUNE_PROBE_VERSION;
+	b[OFF_TYPE] = (uint8_t)p->type;
+	b[14] = b[15] = 0;
 	put_be64(b + 16, p->sent_ns);
 	return 0;
 }
@@ -49,11 +56,29 @@ int tune_probe_parse(const void *buf, size_t len, struct tune_probe *out)
 
 	if (len < TUNE_PROBE_SIZE || get_be32(b) != TUNE_PROBE_MAGIC)
 		return -EBADMSG;
+	if (b[OFF_VERSION] > TUNE_PROBE_VERSION)
+		return -EPROTONOSUPPORT;
+	if (b[OFF_TYPE] != TUNE_PROBE_REQUEST && b[OFF_TYPE] != TUNE_PROBE_ANSWER)
+		return -EBADMSG;
 	*out = (struct tune_probe){
 		.token = get_be32(b + 4),
 		.seq = get_be32(b + 8),
+		.type = (enum tune_probe_type)b[OFF_TYPE],
 		.sent_ns = get_be64(b + 16),
 	};
+	return 0;
+}
+
+int tune_probe_answer(void *buf, size_t len)
+{
+	struct tune_probe p;
+	int r = tune_probe_parse(buf, len, &p);
+
+	if (r < 0)
+		return r;
+	if (p.type != TUNE_PROBE_REQUEST)
+		return -EBADMSG;
+	((uint8_t *)buf)[OFF_TYPE] = TUNE_PROBE_ANSWER;
 	return 0;
 }
 

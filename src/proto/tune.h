@@ -13,20 +13,30 @@
  *                              cap) is cut: the connection is closed, no answer
  *   GET /                      200 text/plain "wgshape serve VERSION\n"
  *   anything else              404; a load stream past the cap 503; bad seconds 400
- *   UDP                        a datagram of at most TUNE_UDP_MAX bytes goes back
- *                              verbatim to its sender (tune_echo_accept() says which)
+ *   UDP                        a probe request of at most TUNE_UDP_MAX bytes is
+ *                              answered to its sender (tune_echo_accept() and
+ *                              tune_probe_answer() say which, and how)
  *
- * The echo does not read what it returns, so any UDP echo serves; tune's own
- * probe is the datagram below, and an ICMP echo probe carries the same bytes
- * after its ICMP header. All numbers big-endian:
+ * The probe is the datagram below. serve answers a request with the same bytes,
+ * type set to answer, and never answers an answer nor anything else: a
+ * datagram forged to come from another echo (a serve, or any) cannot start an
+ * exchange between the two. tune sends requests and takes only answers over
+ * UDP; an ICMP echo probe carries a request after its ICMP header, which the
+ * host's ICMP echo reply carries back unchanged. All numbers big-endian:
  *
  *   offset  size  field
  *        0     4  magic     0x77677370 ("wgsp")
  *        4     4  token     random per run: echoes of another run or client are ignored
  *        8     4  seq       the probe's number in its run, from 0
- *       12     4  reserved  zero when sent, ignored when read
+ *       12     1  version   TUNE_PROBE_VERSION; 0 from a sender older than the field
+ *                           (it sent bytes 12-15 as zero: a request)
+ *       13     1  type      0 a request, 1 an answer
+ *       14     2  reserved  zero when sent, ignored when read
  *       16     8  sent_ns   CLOCK_REALTIME at sending, for a reader of a capture;
  *                           the sender does not trust it back
+ *
+ * A later version keeps this layout and may add fields after it; a reader
+ * refuses a version newer than its own.
  */
 #ifndef WGSHAPE_PROTO_TUNE_H
 #define WGSHAPE_PROTO_TUNE_H
@@ -46,29 +56,49 @@
 #define TUNE_UDP_MAX 64
 
 #define TUNE_PROBE_MAGIC 0x77677370u
+#define TUNE_PROBE_VERSION 1
 #define TUNE_PROBE_SIZE 24
+
+enum tune_probe_type {
+	TUNE_PROBE_REQUEST = 0,
+	TUNE_PROBE_ANSWER = 1,
+};
 
 struct tune_probe {
 	uint32_t token;
 	uint32_t seq;
+	enum tune_probe_type type;
 	uint64_t sent_ns;
 };
 
-/* p as TUNE_PROBE_SIZE bytes at the start of buf. -ENOBUFS when size is smaller. */
+/*
+ * p as TUNE_PROBE_SIZE bytes at the start of buf, version TUNE_PROBE_VERSION.
+ * -ENOBUFS when size is smaller, -EINVAL for a type not in the enum.
+ */
 int tune_probe_encode(const struct tune_probe *p, void *buf, size_t size);
 
 /*
- * The probe at the start of an echo of len bytes. Bytes after it are ignored
- * (an echo may pad). -EBADMSG when len is shorter than a probe or the magic
- * is not ours; *out is written only on success.
+ * The probe at the start of a datagram of len bytes. Bytes after it are
+ * ignored (a sender may pad). -EBADMSG when len is shorter than a probe, the
+ * magic is not ours or the type is neither; -EPROTONOSUPPORT for a version
+ * newer than TUNE_PROBE_VERSION. *out is written only on success.
  */
 int tune_probe_parse(const void *buf, size_t len, struct tune_probe *out);
 
 /*
- * Does the echo on own_port answer a datagram of len bytes from from_port?
- * Not one larger than TUNE_UDP_MAX, nor one from a well-known port (a service:
- * echo, chargen, DNS) or from own_port (another echo): answering those could
- * start an endless loop.
+ * Turn the probe request of len bytes in buf into its answer, in place: the
+ * type byte changes, nothing else (padding and version stay, so an answer is
+ * exactly as long as its request). tune_probe_parse()'s errors, or -EBADMSG
+ * when it is not a request; buf is unchanged then.
+ */
+int tune_probe_answer(void *buf, size_t len);
+
+/*
+ * May the echo on own_port answer a datagram of len bytes from from_port (if
+ * it is a request: tune_probe_answer())? Not one larger than TUNE_UDP_MAX, nor
+ * one from a well-known port (a service: echo, chargen, DNS) or from own_port
+ * (another echo): a second guard against loops with echoes that do not speak
+ * this protocol, and the answer never goes to a service.
  */
 bool tune_echo_accept(size_t len, uint16_t from_port, uint16_t own_port);
 

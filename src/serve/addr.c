@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * serve's addresses, without I/O: a `listen` word, its text, which addresses
- * to listen on given the links and addresses the kernel reported.
+ * serve's addresses, without I/O: a `listen` clause, its text, which
+ * addresses to listen on given the links and addresses the kernel reported.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -61,6 +61,32 @@ int serve_addr_parse(const char *s, struct serve_addr *out)
 	}
 	*out = a;
 	return 0;
+}
+
+int serve_listen_parse(const char *addr, const char *next, struct serve_addr *out, char *err,
+		       size_t errlen)
+{
+	g_autofree char *shown = g_strescape(addr, NULL);
+	bool any_source = next && !strcmp(next, "any-source");
+	struct serve_addr a;
+
+	if (serve_addr_parse(addr, &a) < 0) {
+		snprintf(err, errlen,
+			 "listen '%s': not an IPv4 or IPv6 address (IPv6 link-local: fe80::1%%wg0)",
+			 shown);
+		return -EINVAL;
+	}
+	/* Every address, the tunnels' and all others: only when said so. */
+	if (serve_addr_is_any(&a) && !any_source) {
+		snprintf(err, errlen,
+			 "listen %s would answer any host that can reach this one, not only "
+			 "tunnel peers: say 'listen %s any-source' if that is meant",
+			 shown, shown);
+		return -EINVAL;
+	}
+	a.any_source = any_source;
+	*out = a;
+	return any_source ? 2 : 1;
 }
 
 socklen_t serve_addr_sockaddr(const struct serve_addr *a, uint16_t port,

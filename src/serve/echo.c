@@ -2,8 +2,8 @@
 /*
  * The UDP echo: a GLib loop on a context and thread of its own, so neither
  * the caller's loop nor a test's blocking sockets have to drive it. What it
- * answers is the protocol's rule (tune_echo_accept()); how often, a token
- * bucket per source address.
+ * answers, and with what, is the protocol's rule (tune_echo_accept(),
+ * tune_probe_answer()); how often, a token bucket per source address.
  */
 #include <string.h>
 #include <netinet/in.h>
@@ -131,6 +131,9 @@ static gboolean on_udp(gint fd, GIOCondition cond, gpointer data)
 			break;
 		if (!tune_echo_accept((size_t)n, serve_sockaddr_port(&from), srv->port))
 			continue;
+		/* A request becomes its answer; anything else (an answer) gets none. */
+		if (tune_probe_answer(buf, (size_t)n) < 0)
+			continue;
 		if (!udp_allowed(srv, &from, g_get_monotonic_time()))
 			continue;
 		sendto(fd, buf, (size_t)n, MSG_DONTWAIT, (struct sockaddr *)&from, flen);
@@ -176,6 +179,11 @@ void serve_echo_add(struct echo *e, struct listener *l)
 void serve_echo_run(struct echo *e)
 {
 	e->thread = g_thread_new("wgshape-echo", echo_thread, e);
+}
+
+GMainContext *serve_echo_context(struct echo *e)
+{
+	return e->ctx;
 }
 
 void serve_echo_free(struct echo *e)

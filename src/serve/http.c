@@ -2,7 +2,8 @@
 /*
  * serve's HTTP side (the paths are proto/tune.h's): libmicrohttpd, one daemon
  * per address and a thread per connection, so a stream stalled on a slow
- * client blocks nobody else; the caps are counted here.
+ * client blocks nobody else; the caps are counted here, and each connection's
+ * request head has a deadline (libmicrohttpd has only an idle timeout).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,8 +18,6 @@
 #include "util/addr.h"
 #include "util/log.h"
 
-/* Connections per address: room for the 503s past the stream cap, and a bound on threads. */
-#define CONN_LIMIT(max_streams) ((max_streams) * 2 + 16)
 #define DOWNLOAD_BLOCK (64 * 1024)
 #define CONN_MEMORY (256 * 1024)
 
@@ -55,6 +54,130 @@ static const struct {
 	[REQ_DOWNLOAD] = { MHD_HTTP_METHOD_GET, TUNE_PATH_DOWNLOAD },
 	[REQ_UPLOAD] = { MHD_HTTP_METHOD_POST, TUNE_PATH_UPLOAD },
 };
+
+/*
+ * A connection's head deadline. A client that sends its head a line at a
+ * time is never idle, so libmicrohttpd's idle timeout never ends it: a timer
+ * on the echo's loop shuts the socket down when a head is due and not whole,
+ * and libmicrohttpd's thread then sees the stream end and closes it. The
+ * socket is libmicrohttpd's: it is touched only under srv->watch_lock while
+ * fd >= 0, and the connection's end sets -1 under that lock before
+ * libmicrohttpd closes it. The timer owns the watch (freed with it).
+ */
+struct conn_watch {
+	struct listener *l;
+	int fd; /* -1 once the connection ended */
+	bool in_head; /* a request head is due */
+	int64_t deadline_us;
+	GSource *timer;
+	char peer[ADDR_STR_SIZE];
+};
+
+/* The timer fires at its ready time, once; head_due() sets that. */
+static gboolean deadline_dispatch(GSource *src, GSourceFunc cb, gpointer data)
+{
+	g_source_set_ready_time(src, -1);
+	return cb(data);
+}
+
+static GSourceFuncs deadline_funcs = { .dispatch = deadline_dispatch };
+
+/* A head is due from now on w; under watch_lock. */
+static void head_due(struct conn_watch *w)
+{
+	w->in_head = true;
+	w->deadline_us = g_get_monotonic_time() +
+			 (int64_t)w->l->srv->opts.head_timeout * G_USEC_PER_SEC;
+	g_source_set_ready_time(w->timer, w->deadline_us);
+}
+
+static gboolean on_head_deadline(gpointer data)
+{
+	struct conn_watch *w = data;
+	struct server *srv = w->l->srv;
+	bool cut = false;
+
+	g_mutex_lock(&srv->watch_lock);
+	if (w->fd >= 0 && w->in_head) {
+		if (g_get_monotonic_time() >= w->deadline_us) {
+			shutdown(w->fd, SHUT_RDWR);
+			w->in_head = false;
+			cut = true;
+		} else {
+			g_source_set_ready_time(w->timer, w->deadline_us); /* moved on since */
+		}
+	}
+	g_mutex_unlock(&srv->watch_lock);
+	if (cut && srv->opts.verbose)
+		log_locked(LOG_LVL_DEBUG, "serve: connection from %s on %s: no whole request "
+			   "head within %u s: closed", w->peer, w->l->name, srv->opts.head_timeout);
+	return G_SOURCE_CONTINUE;
+}
+
+static struct conn_watch *watch_new(struct listener *l, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *fdi =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct conn_watch *w = g_new0(struct conn_watch, 1);
+
+	w->l = l;
+	w->fd = fdi ? fdi->connect_fd : -1;
+	addr_str(ci ? ci->client_addr : NULL, true, w->peer, sizeof(w->peer));
+	w->timer = g_source_new(&deadline_funcs, sizeof(GSource));
+	g_source_set_callback(w->timer, on_head_deadline, w, g_free);
+	g_mutex_lock(&l->srv->watch_lock);
+	head_due(w);
+	g_mutex_unlock(&l->srv->watch_lock);
+	g_source_attach(w->timer, serve_echo_context(l->srv->echo));
+	return w;
+}
+
+static void watch_end(struct listener *l, struct conn_watch *w)
+{
+	GSource *timer;
+
+	if (!w)
+		return;
+	g_mutex_lock(&l->srv->watch_lock);
+	w->fd = -1;
+	timer = w->timer;
+	g_mutex_unlock(&l->srv->watch_lock);
+	/* w goes with the timer, after a dispatch running now */
+	g_source_destroy(timer);
+	g_source_unref(timer);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct listener *l = cls;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		*socket_context = watch_new(l, conn);
+	else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+		watch_end(l, *socket_context);
+}
+
+/* The head is whole (due = false), or the answer ended and the next is due. */
+static void head_set(struct listener *l, struct MHD_Connection *conn, bool due)
+{
+	const union MHD_ConnectionInfo *si =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn_watch *w = si ? si->socket_context : NULL;
+
+	if (!w)
+		return;
+	g_mutex_lock(&l->srv->watch_lock);
+	if (w->fd >= 0) {
+		if (due)
+			head_due(w);
+		else
+			w->in_head = false;
+	}
+	g_mutex_unlock(&l->srv->watch_lock);
+}
 
 static bool stream_take(struct server *srv)
 {
@@ -123,22 +246,16 @@ static enum MHD_Result reply_upload(struct MHD_Connection *conn, struct request 
 		     "application/json");
 }
 
-/* ?seconds=S: a positive number; more than the cap is the cap. */
+/* ?seconds=S (serve_parse_seconds()); none is the cap. */
 static bool parse_seconds(struct MHD_Connection *conn, double cap, double *out)
 {
 	const char *s = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, TUNE_ARG_SECONDS);
-	char *end;
-	double v;
 
 	if (!s) {
 		*out = cap;
 		return true;
 	}
-	v = g_ascii_strtod(s, &end);
-	if (end == s || *end || !(v > 0))
-		return false;
-	*out = v < cap ? v : cap;
-	return true;
+	return serve_parse_seconds(s, cap, out) == 0;
 }
 
 static enum req_kind classify(const char *method, const char *url)
@@ -198,6 +315,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			rq->method[i] = g_ascii_isupper(method[i]) ? method[i] : '?';
 		addr_str(ci ? ci->client_addr : NULL, true, rq->peer, sizeof(rq->peer));
 		*con_cls = rq;
+		head_set(l, conn, false);
 		return first_call(l, conn, rq);
 	}
 	/* Only an upload still reading its body gets here. */
@@ -227,6 +345,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 	if (!rq)
 		return;
+	head_set(l, conn, true); /* a kept-alive connection's next request */
 	if (rq->stream)
 		g_atomic_int_add(&l->srv->streams, -1);
 	if (l->srv->opts.verbose) {
@@ -278,8 +397,11 @@ int serve_http_start(struct listener *l)
 	l->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, l,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				  MHD_OPTION_LISTEN_SOCKET, l->tcp,
-				  MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT(o->max_streams),
+				  MHD_OPTION_CONNECTION_LIMIT, SERVE_CONN_LIMIT(o->max_streams),
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				  SERVE_CONN_PER_SOURCE(o->max_streams),
 				  MHD_OPTION_CONNECTION_TIMEOUT, o->conn_timeout,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, l,
 				  /* Bigger reads and writes than the 32 KiB default: fewer calls per byte. */
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, l,

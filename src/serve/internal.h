@@ -4,7 +4,8 @@
  * serve.c owns the server and its listeners (one per address: a TCP and a
  * UDP socket on the same port); http.c serves HTTP on a listener's TCP socket
  * (the only file that includes <microhttpd.h>); echo.c answers on the UDP
- * ones from a loop and thread of its own; addr.c is the pure address work.
+ * ones from a loop and thread of its own, which also runs http.c's head
+ * deadlines; addr.c and query.c are the pure address and query work.
  */
 #ifndef WGSHAPE_SERVE_INTERNAL_H
 #define WGSHAPE_SERVE_INTERNAL_H
@@ -35,6 +36,7 @@ struct server {
 	size_t n_ls;
 	gint streams; /* load streams running, all addresses together */
 	struct echo *echo;
+	GMutex watch_lock; /* http.c's connection watches */
 };
 
 /* addr.c */
@@ -46,13 +48,16 @@ uint16_t serve_sockaddr_port(const struct sockaddr_storage *ss);
 
 /* http.c: HTTP on l->tcp, which it takes over. -EIO when libmicrohttpd fails. */
 int serve_http_start(struct listener *l);
-/* Waits for the requests running to end. */
+/* Waits for the requests running to end. Before serve_echo_free(): the
+ * connections' deadline timers are on the echo's loop. */
 void serve_http_stop(struct listener *l);
 
 /* echo.c: the UDP echo of every listener, on a thread started by serve_echo_run(). */
 struct echo *serve_echo_new(void);
 void serve_echo_add(struct echo *e, struct listener *l);
 void serve_echo_run(struct echo *e);
+/* The echo's loop, for other timers of the server (they run on its thread). */
+GMainContext *serve_echo_context(struct echo *e);
 void serve_echo_free(struct echo *e); /* stops the thread first; NULL is fine */
 
 #endif

@@ -72,7 +72,6 @@ static int listener_open(struct server *srv, struct listener *l)
 
 static void listener_close(struct listener *l)
 {
-	serve_http_stop(l);
 	if (l->tcp >= 0)
 		close(l->tcp);
 	if (l->udp >= 0)
@@ -102,6 +101,8 @@ static void fill_defaults(struct serve_opts *o)
 		o->max_seconds = SERVE_MAX_SECONDS;
 	if (!o->conn_timeout)
 		o->conn_timeout = SERVE_CONN_TIMEOUT;
+	if (!o->head_timeout)
+		o->head_timeout = SERVE_HEAD_TIMEOUT;
 	if (!(o->udp_rate > 0))
 		o->udp_rate = SERVE_UDP_RATE;
 	if (!(o->udp_burst >= 1))
@@ -127,6 +128,7 @@ static int serve_start_once(const struct serve_opts *opts, bool quiet_busy, stru
 	srv->opts = *opts;
 	fill_defaults(&srv->opts);
 	srv->port = opts->port;
+	g_mutex_init(&srv->watch_lock);
 	srv->echo = serve_echo_new();
 	srv->ls = g_new0(struct listener, opts->n_addrs);
 	for (size_t i = 0; i < opts->n_addrs; i++) {
@@ -180,10 +182,14 @@ void serve_stop(struct server *srv)
 {
 	if (!srv)
 		return;
-	/* The echo first: its thread reads the listeners' UDP sockets. */
+	/* HTTP first: its connections' timers run on the echo's thread. Then the
+	 * echo, before the sockets close: that thread reads the UDP ones. */
+	for (size_t i = 0; i < srv->n_ls; i++)
+		serve_http_stop(&srv->ls[i]);
 	serve_echo_free(srv->echo);
 	for (size_t i = 0; i < srv->n_ls; i++)
 		listener_close(&srv->ls[i]);
+	g_mutex_clear(&srv->watch_lock);
 	g_free(srv->ls);
 	g_free(srv);
 }

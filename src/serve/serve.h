@@ -7,7 +7,10 @@
  *
  * The caps keep it from being a flood source: concurrent load streams, the
  * duration of one request, idle connections, echoes per source address (a
- * token bucket each).
+ * token bucket each). Others keep one source from shutting out the rest:
+ * connections per source address, and a deadline for each request's head
+ * (a client that sends its head a line at a time is never idle, so the idle
+ * timeout alone would let it hold a connection for as long as it likes).
  */
 #ifndef WGSHAPE_SERVE_H
 #define WGSHAPE_SERVE_H
@@ -23,6 +26,14 @@
 #define SERVE_MAX_STREAMS 16
 #define SERVE_MAX_SECONDS 60
 #define SERVE_CONN_TIMEOUT 10 /* seconds without traffic on a connection */
+/* Seconds from a connection's start, or its previous answer's end, to a whole
+ * request head (request line and headers; a body may take as long as the cap). */
+#define SERVE_HEAD_TIMEOUT 5
+/* Connections per address: room for the 503s past the stream cap, and a bound on threads. */
+#define SERVE_CONN_LIMIT(max_streams) ((max_streams) * 2 + 16)
+/* Per source address: a tune with every stream and a few more; two sources
+ * at the cap still fit, so a source holding its share shuts no peer out. */
+#define SERVE_CONN_PER_SOURCE(max_streams) ((max_streams) + 4)
 #define SERVE_UDP_RATE 50 /* datagrams/s per source address */
 #define SERVE_UDP_BURST 50
 
@@ -33,6 +44,7 @@ struct serve_addr {
 	unsigned int scope_id; /* ifindex; IPv6 link-local only */
 	char ifname[IFNAME_SIZE]; /* the interface it is on, "" if none (or any) */
 	bool tunnel; /* an address of a WireGuard interface */
+	bool any_source; /* `listen ADDR any-source`: hosts outside the tunnels are meant */
 };
 
 /* 0 = the default for every number. */
@@ -43,6 +55,7 @@ struct serve_opts {
 	unsigned int max_streams;
 	double max_seconds;
 	unsigned int conn_timeout; /* seconds */
+	unsigned int head_timeout; /* seconds */
 	double udp_rate, udp_burst;
 	bool verbose; /* a line per request */
 };
@@ -71,6 +84,16 @@ void serve_stop(struct server *srv);
 int serve_addr_parse(const char *s, struct serve_addr *out);
 
 /*
+ * A `listen` clause: the address word addr (serve_addr_parse()) and, when
+ * next (the word after it, NULL at the end) is `any-source`, that word too,
+ * which sets out->any_source. 0.0.0.0 and :: (every address of the family,
+ * the tunnels' and all others) are refused without it. How many words it
+ * took (1 or 2), or -EINVAL with one line in err.
+ */
+int serve_listen_parse(const char *addr, const char *next, struct serve_addr *out, char *err,
+		       size_t errlen);
+
+/*
  * Which addresses to listen on. With no explicit ones: every address of every
  * WireGuard link (kind "wireguard"), -ENOENT if there is none. Otherwise the
  * explicit ones, each marked tunnel when it is a WireGuard link's address;
@@ -82,6 +105,14 @@ int serve_pick_addresses(const struct link_info *links, size_t n_links,
 			 const struct addr_info *addrs, size_t n_addrs,
 			 const struct serve_addr *explicit, size_t n_explicit,
 			 struct serve_addr **out, size_t *n_out, char *err, size_t errlen);
+
+/*
+ * A load request's seconds=S (proto/tune.h), as libmicrohttpd decoded it: a
+ * positive decimal number (g_ascii_strtod's syntax, the whole string), the
+ * cap when larger (infinity too). -EINVAL for anything else; *out is written
+ * only on success.
+ */
+int serve_parse_seconds(const char *s, double cap, double *out);
 
 /* "10.0.0.1", "fd00::1", "fe80::1%wg0" (scope by name when ifname is set). */
 #define SERVE_ADDR_STR_SIZE (INET6_ADDRSTRLEN + 1 + IFNAME_SIZE)

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libFuzzer target for the tune/serve protocol's codec (proto/tune.h): the
- * probe parser reads what comes back from the network. Beyond not crashing,
- * what it accepts must encode back to the same bytes (the reserved word
- * aside) and parse again to the same probe; what it refuses must be short or
- * carry another magic. The echo's rule and the URL builder get the same
- * bytes as lengths, ports and a host.
+ * probe parser reads what comes back from the network, and serve's echo
+ * turns what comes in into its answer. Beyond not crashing: what the parser
+ * accepts must encode back to the same bytes (the reserved bytes aside, and
+ * the version of a sender older than it) and parse again to the same probe;
+ * what it refuses must be short, carry another magic, a newer version or
+ * another type. Only a request is answered, by changing its type byte alone.
+ * The echo's rule and the URL builder get the same bytes as lengths, ports
+ * and a host.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -28,23 +31,48 @@ static void check_probe(const uint8_t *data, size_t size)
 	uint8_t *copy = malloc(size ? size : 1);
 	uint8_t back[TUNE_PROBE_SIZE];
 	struct tune_probe p, again;
+	bool ours;
 	int r;
 
 	require(copy);
 	memcpy(copy, data, size);
+	ours = size >= TUNE_PROBE_SIZE && be32(copy) == TUNE_PROBE_MAGIC;
 	r = tune_probe_parse(copy, size, &p);
 	if (r < 0) {
-		require(r == -EBADMSG);
-		require(size < TUNE_PROBE_SIZE || be32(copy) != TUNE_PROBE_MAGIC);
+		require(!ours || (r == -EPROTONOSUPPORT) == (copy[12] > TUNE_PROBE_VERSION));
+		require(!ours || r == -EPROTONOSUPPORT || (r == -EBADMSG && copy[13] > 1));
+		require(ours || r == -EBADMSG);
 		free(copy);
 		return;
 	}
-	require(size >= TUNE_PROBE_SIZE && be32(copy) == TUNE_PROBE_MAGIC);
+	require(ours && copy[12] <= TUNE_PROBE_VERSION && copy[13] <= 1);
 	require(tune_probe_encode(&p, back, sizeof(back)) == 0);
 	require(memcmp(back, copy, 12) == 0);
+	require(back[12] == TUNE_PROBE_VERSION && back[13] == copy[13]);
 	require(memcmp(back + 16, copy + 16, 8) == 0);
 	require(tune_probe_parse(back, sizeof(back), &again) == 0);
-	require(again.token == p.token && again.seq == p.seq && again.sent_ns == p.sent_ns);
+	require(again.token == p.token && again.seq == p.seq && again.type == p.type &&
+		again.sent_ns == p.sent_ns);
+	free(copy);
+}
+
+/* Only a request is answered, in place, its type byte the only change. */
+static void check_answer(const uint8_t *data, size_t size)
+{
+	uint8_t *copy = malloc(size ? size : 1);
+	struct tune_probe p;
+	bool request;
+	int r;
+
+	require(copy);
+	memcpy(copy, data, size);
+	request = tune_probe_parse(data, size, &p) == 0 && p.type == TUNE_PROBE_REQUEST;
+	r = tune_probe_answer(copy, size);
+	require((r == 0) == request);
+	for (size_t i = 0; i < size; i++)
+		require(copy[i] == (r == 0 && i == 13 ? TUNE_PROBE_ANSWER : data[i]));
+	/* an answer is never answered */
+	require(r < 0 || tune_probe_answer(copy, size) == -EBADMSG);
 	free(copy);
 }
 
@@ -91,6 +119,7 @@ static void check_url(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_probe(data, size);
+	check_answer(data, size);
 	check_echo(data, size);
 	check_url(data, size);
 	return 0;
