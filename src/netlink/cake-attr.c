@@ -29,12 +29,17 @@ _Static_assert(sizeof(bool) == 1, "field_store() writes bools as one byte");
 _Static_assert(CAKE_MAX_TINS == TC_CAKE_MAX_TINS, "tin arrays sized from the kernel's limit");
 _Static_assert((int)CAKE_DS_MAX == (int)CAKE_DIFFSERV_MAX, "diffserv values are the kernel's");
 _Static_assert((int)CAKE_ACKF_MAX == (int)CAKE_ACK_MAX, "ack-filter values are the kernel's");
+_Static_assert((int)CAKE_FM_MAX == (int)CAKE_FLOW_MAX, "flow modes are the kernel's");
+_Static_assert((int)CAKE_FM_TRIPLE_ISOLATE == (int)CAKE_FLOW_TRIPLE, "flow modes are the kernel's");
+_Static_assert((int)CAKE_FM_DUAL_DSTHOST == (int)CAKE_FLOW_DUAL_DST, "flow modes are the kernel's");
+_Static_assert((int)CAKE_ATMC_MAX == (int)CAKE_ATM_MAX, "atm values are the kernel's");
+_Static_assert((int)CAKE_ATMC_PTM == (int)CAKE_ATM_PTM, "atm values are the kernel's");
 
 enum wire {
 	W_U32,
 	W_S32,
 	W_U64,
-	W_PRESENT, /* the attribute's presence is the value (TCA_CAKE_RAW) */
+	W_PRESENT, /* the attribute's presence is the value (TCA_CAKE_RAW): sent only when true */
 };
 
 struct field {
@@ -57,6 +62,8 @@ struct field {
 /*
  * Rows not sent are what cake_dump reports but we never set ourselves;
  * TCA_CAKE_TARGET among them, because cake_attr_put derives it from the rtt.
+ * The kernel reads the attributes in its own order whatever ours: an
+ * overhead turns raw mode on and TCA_CAKE_RAW, read after it, off again.
  */
 static const struct field opts_fields[] = {
 	OPT(TCA_CAKE_BASE_RATE64, W_U64, CAKE_HAS_RATE, rate, true),
@@ -70,12 +77,12 @@ static const struct field opts_fields[] = {
 	OPT(TCA_CAKE_MEMORY, W_U32, CAKE_HAS_MEMLIMIT, memlimit, true),
 	OPT(TCA_CAKE_INGRESS, W_U32, CAKE_HAS_INGRESS, ingress, true),
 	OPT(TCA_CAKE_TARGET, W_U32, CAKE_HAS_TARGET, target, false),
-	OPT(TCA_CAKE_RAW, W_PRESENT, CAKE_HAS_RAW, raw, false),
-	OPT(TCA_CAKE_FLOW_MODE, W_U32, CAKE_HAS_FLOW_MODE, flow_mode, false),
-	OPT(TCA_CAKE_ATM, W_U32, CAKE_HAS_ATM, atm, false),
-	OPT(TCA_CAKE_SPLIT_GSO, W_U32, CAKE_HAS_SPLIT_GSO, split_gso, false),
+	OPT(TCA_CAKE_RAW, W_PRESENT, CAKE_HAS_RAW, raw, true),
+	OPT(TCA_CAKE_FLOW_MODE, W_U32, CAKE_HAS_FLOW_MODE, flow_mode, true),
+	OPT(TCA_CAKE_ATM, W_U32, CAKE_HAS_ATM, atm, true),
+	OPT(TCA_CAKE_SPLIT_GSO, W_U32, CAKE_HAS_SPLIT_GSO, split_gso, true),
 	OPT(TCA_CAKE_AUTORATE, W_U32, CAKE_HAS_AUTORATE, autorate, false),
-	OPT(TCA_CAKE_FWMARK, W_U32, CAKE_HAS_FWMARK, fwmark, false),
+	OPT(TCA_CAKE_FWMARK, W_U32, CAKE_HAS_FWMARK, fwmark, true),
 };
 
 /* TCA_CAKE_STATS_TIN_STATS is a nest of nests, walked on its own. */
@@ -198,6 +205,9 @@ static int wire_put(struct nl_msg *msg, int attr, enum wire w, uint64_t v)
 		return nla_put_u64(msg, attr, v);
 	case W_S32:
 		return nla_put_s32(msg, attr, (int32_t)(uint32_t)v);
+	case W_PRESENT:
+		/* a u32 0, as tc sends it */
+		return v ? nla_put_u32(msg, attr, 0) : 0;
 	default:
 		return nla_put_u32(msg, attr, (uint32_t)v);
 	}
@@ -229,6 +239,10 @@ static bool opts_valid(const struct cake_opts *o)
 	if ((o->has & CAKE_HAS_DIFFSERV) && o->diffserv >= CAKE_DS_MAX)
 		return false;
 	if ((o->has & CAKE_HAS_ACK_FILTER) && o->ack_filter >= CAKE_ACKF_MAX)
+		return false;
+	if ((o->has & CAKE_HAS_FLOW_MODE) && o->flow_mode >= CAKE_FM_MAX)
+		return false;
+	if ((o->has & CAKE_HAS_ATM) && o->atm >= CAKE_ATMC_MAX)
 		return false;
 	if ((o->has & CAKE_HAS_OVERHEAD) && (o->overhead < -64 || o->overhead > 256))
 		return false;

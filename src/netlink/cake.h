@@ -23,13 +23,17 @@ enum cake_has {
 	CAKE_HAS_ACK_FILTER = 1u << 7,
 	CAKE_HAS_MEMLIMIT = 1u << 8,
 	CAKE_HAS_INGRESS = 1u << 9,
-	CAKE_HAS_RAW = 1u << 10, /* decode only: kernel reports "raw" overhead mode */
-	CAKE_HAS_FLOW_MODE = 1u << 11, /* decode only */
-	CAKE_HAS_ATM = 1u << 12, /* decode only */
-	CAKE_HAS_SPLIT_GSO = 1u << 13, /* decode only */
-	CAKE_HAS_TARGET = 1u << 14, /* decode only */
+	/*
+	 * Sent only when raw is true (TCA_CAKE_RAW has no "off": sending an
+	 * overhead ends raw mode); decoded only when the kernel reports raw.
+	 */
+	CAKE_HAS_RAW = 1u << 10,
+	CAKE_HAS_FLOW_MODE = 1u << 11,
+	CAKE_HAS_ATM = 1u << 12,
+	CAKE_HAS_SPLIT_GSO = 1u << 13,
+	CAKE_HAS_TARGET = 1u << 14, /* decode only: sent as rtt / 20, with the rtt */
 	CAKE_HAS_AUTORATE = 1u << 15, /* decode only */
-	CAKE_HAS_FWMARK = 1u << 16, /* decode only */
+	CAKE_HAS_FWMARK = 1u << 16,
 };
 
 /* Values match linux/pkt_sched.h (CAKE_DIFFSERV_*). */
@@ -50,6 +54,27 @@ enum cake_ack {
 	CAKE_ACKF_MAX,
 };
 
+/* Flow isolation. Values match linux/pkt_sched.h (CAKE_FLOW_*); nat is apart. */
+enum cake_flow {
+	CAKE_FM_FLOWBLIND = 0,
+	CAKE_FM_SRCHOST = 1,
+	CAKE_FM_DSTHOST = 2,
+	CAKE_FM_HOSTS = 3,
+	CAKE_FM_FLOWS = 4,
+	CAKE_FM_DUAL_SRCHOST = 5,
+	CAKE_FM_DUAL_DSTHOST = 6,
+	CAKE_FM_TRIPLE_ISOLATE = 7,
+	CAKE_FM_MAX,
+};
+
+/* Link-layer cell framing. Values match linux/pkt_sched.h (CAKE_ATM_*). */
+enum cake_atm {
+	CAKE_ATMC_NONE = 0,
+	CAKE_ATMC_ATM = 1,
+	CAKE_ATMC_PTM = 2,
+	CAKE_ATMC_MAX,
+};
+
 struct cake_opts {
 	uint32_t has;
 	uint64_t rate; /* bytes per second; 0 = unlimited */
@@ -60,7 +85,9 @@ struct cake_opts {
 	uint32_t diffserv; /* enum cake_diffserv */
 	uint32_t ack_filter; /* enum cake_ack */
 	uint32_t memlimit; /* bytes */
-	uint32_t flow_mode, atm, fwmark;
+	uint32_t flow_mode; /* enum cake_flow */
+	uint32_t atm; /* enum cake_atm */
+	uint32_t fwmark; /* mask of skb->mark that picks the tin; 0 = off */
 	bool nat, wash, ingress, raw, split_gso, autorate;
 };
 

@@ -90,6 +90,118 @@ struct wg_endpoints {
 int netlink_wg_endpoints(struct netlink *nl, const char *ifname, struct wg_endpoints *out);
 
 /*
+ * Per-peer shaping: an HTB root on an interface, a class per peer with a
+ * cake leaf, and flower filters that send a packet to its peer's class by
+ * destination address (src/netlink/htb.c, src/netlink/filter.c).
+ * Class ids and handles are tc's major:minor in one u32 (TC_H_MAKE).
+ */
+struct tc_prefix {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* network byte order; host bits zero */
+	unsigned int prefixlen;
+};
+
+struct tc_class_info {
+	uint32_t classid, parent;
+	char kind[16]; /* "htb" */
+	uint64_t rate, ceil; /* bytes/s (htb) */
+	uint32_t leaf; /* handle of the qdisc attached to it; 0 if none or HTB's default pfifo */
+	uint64_t bytes, packets; /* TCA_STATS2 basic */
+	uint32_t drops, overlimits, backlog_bytes, backlog_packets; /* TCA_STATS2 queue */
+};
+
+/*
+ * Every class of ifindex; *out is malloc'd, free() it. Not only HTB's:
+ * cake lists a class per active flow (kind "cake", under the cake's handle).
+ */
+int netlink_class_list(struct netlink *nl, int ifindex, struct tc_class_info **out, size_t *n);
+/*
+ * HTB as the root qdisc, handle (major:0), packets to no class go to
+ * defcls (a minor id). A size table adds overhead bytes to every packet so
+ * that HTB counts what the line carries (the tunnel's own overhead).
+ * QDISC_ADD, QDISC_REPLACE, or QDISC_CHANGE: the size table only (defcls is
+ * ignored; the kernel's HTB cannot change itself). QDISC_REPLACE onto an HTB
+ * root of the same handle is a change to the kernel: -EINVAL "Change
+ * operation not supported by specified qdisc"; delete the root first.
+ */
+int netlink_htb_root_set(struct netlink *nl, int ifindex, uint32_t handle, uint16_t defcls,
+			 int overhead, enum qdisc_mode mode);
+/*
+ * An HTB class classid under parent (the root's handle or another class):
+ * guaranteed rate, ceil (bytes/s, both > 0, else -EINVAL). QDISC_ADD creates
+ * it (-EEXIST if there), QDISC_CHANGE changes it in place (-ENOENT if
+ * none; its leaf, queue and counters survive), QDISC_REPLACE does either.
+ * A change cannot move a class: the kernel ignores parent then (0 is fine).
+ * Burst: 1600 bytes + 1 ms at the rate; quantum: rate / 10 in 1500..200000.
+ */
+int netlink_htb_class_set(struct netlink *nl, int ifindex, uint32_t classid, uint32_t parent,
+			  uint64_t rate, uint64_t ceil, enum qdisc_mode mode);
+/*
+ * Delete a class (and its leaf qdisc). -ENOENT if none; -EBUSY while it has
+ * child classes or a filter sends to it (delete those first).
+ */
+int netlink_class_del(struct netlink *nl, int ifindex, uint32_t classid);
+
+/*
+ * Cake as the qdisc attached at parent (a class id); like netlink_cake_set.
+ * handle 0: on add or replace the kernel picks one (8001:, 8002: ...); on
+ * change, whatever qdisc is at parent.
+ */
+int netlink_cake_set_at(struct netlink *nl, int ifindex, uint32_t parent, uint32_t handle,
+			const struct cake_opts *opts, enum qdisc_mode mode);
+/* Every qdisc of ifindex (cake's options and statistics parsed); free each with
+ * qdisc_info_clear, then free(*out). */
+int netlink_qdisc_list(struct netlink *nl, int ifindex, struct qdisc_info **out, size_t *n);
+
+struct flower_info {
+	uint32_t parent, prio, handle;
+	struct tc_prefix dst; /* the destination it matches */
+	uint32_t classid; /* where it sends a match */
+};
+
+/*
+ * A flower filter on parent (the root's handle) matching destination dst and
+ * sending it to classid. IPv4 and IPv6 live at different priorities (prio is
+ * the caller's, 1..65535): a prio that holds the other family is -EINVAL.
+ * handle 0 lets the kernel choose (the lowest free one of that prio, from 1).
+ * -EEXIST when that prio already matches the same dst. Linux 6.1 leaks a
+ * filter reference on classid when an add fails that way: the class then
+ * stays -EBUSY to netlink_class_del until the root goes. Do not send adds
+ * that can collide.
+ */
+int netlink_flower_add(struct netlink *nl, int ifindex, uint32_t parent, uint32_t prio,
+		       uint32_t handle, const struct tc_prefix *dst, uint32_t classid);
+/*
+ * Delete one filter (family picks the protocol; handle 0, which would
+ * delete the whole prio, is -EINVAL). -ENOENT if no such filter or prio;
+ * -EINVAL if prio holds the other family.
+ */
+int netlink_filter_del(struct netlink *nl, int ifindex, uint32_t parent, uint32_t prio,
+		       int family, uint32_t handle);
+/* Every flower filter on parent; *out is malloc'd, free() it. Other kinds are skipped. */
+int netlink_flower_list(struct netlink *nl, int ifindex, uint32_t parent, struct flower_info **out,
+			size_t *n);
+
+#define WG_KEY_LEN 32
+
+struct wg_peer {
+	uint8_t key[WG_KEY_LEN]; /* public key */
+	int endpoint_family; /* AF_INET, AF_INET6, 0 for none */
+	struct tc_prefix *allowed; /* malloc'd */
+	size_t n_allowed;
+	uint64_t rx_bytes, tx_bytes;
+	int64_t last_handshake; /* seconds since the epoch; 0 never */
+};
+
+/*
+ * Every peer of a WireGuard interface, with its AllowedIPs (one dump).
+ * -EOPNOTSUPP when the kernel has no WireGuard, or ifname is not WireGuard;
+ * -ENODEV when there is no such interface.
+ */
+int netlink_wg_peers(struct netlink *nl, const char *ifname, struct wg_peer **out, size_t *n);
+void wg_peers_free(struct wg_peer *peers, size_t n);
+
+/*
  * Kernel notifications: links coming and going, qdiscs changing. The socket
  * is non-blocking; put its fd in an event loop and call netlink_events_read
  * when it is readable.

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Root qdiscs: read one back (kind, handle, raw options, cake's settings and
- * statistics), set cake, put a saved qdisc back, delete.
+ * Qdiscs: read one back or list an interface's (kind, handle, raw options,
+ * cake's settings and statistics), set cake at the root or under a class,
+ * put a saved root qdisc back, delete the root.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
+
+#include <glib.h>
 
 #include "internal.h"
 #include "cake-attr.h"
@@ -27,24 +30,15 @@ struct root_query {
 	struct qdisc_info info;
 };
 
-static int parse_qdisc(struct nl_msg *msg, void *arg)
+/* Fill out from a qdisc message; out owns a copy of the options. */
+static int qdisc_fill(struct nlmsghdr *hdr, struct qdisc_info *out)
 {
-	struct root_query *q = arg;
-	struct nlmsghdr *hdr = nlmsg_hdr(msg);
 	struct tcmsg *tcm = nlmsg_data(hdr);
 	struct nlattr *tb[TCA_MAX + 1];
-	struct qdisc_info *out = &q->info;
 	int r;
 
-	if (hdr->nlmsg_type != RTM_NEWQDISC)
-		return 0;
-	/* The kernel ignores tcm_ifindex in a dump: filter here. */
-	if (tcm->tcm_ifindex != q->ifindex || tcm->tcm_parent != q->parent || q->found)
-		return 0;
 	if (nlmsg_parse(hdr, sizeof(*tcm), tb, TCA_MAX, NULL) < 0 || !tb[TCA_KIND])
 		return -EBADMSG;
-
-	q->found = true;
 	nla_strlcpy(out->kind, tb[TCA_KIND], sizeof(out->kind));
 	out->handle = tcm->tcm_handle;
 	out->parent = tcm->tcm_parent;
@@ -68,6 +62,21 @@ static int parse_qdisc(struct nl_msg *msg, void *arg)
 			return r;
 	}
 	return 0;
+}
+
+static int parse_qdisc(struct nl_msg *msg, void *arg)
+{
+	struct root_query *q = arg;
+	struct nlmsghdr *hdr = nlmsg_hdr(msg);
+	struct tcmsg *tcm = nlmsg_data(hdr);
+
+	if (hdr->nlmsg_type != RTM_NEWQDISC)
+		return 0;
+	/* The kernel ignores tcm_ifindex in a dump: filter here. */
+	if (tcm->tcm_ifindex != q->ifindex || tcm->tcm_parent != q->parent || q->found)
+		return 0;
+	q->found = true;
+	return qdisc_fill(hdr, &q->info);
 }
 
 static int qdisc_find(struct netlink *nl, int ifindex, uint32_t parent, struct qdisc_info *out)
@@ -101,20 +110,68 @@ int netlink_qdisc_find_parent(struct netlink *nl, int ifindex, uint32_t parent,
 	return qdisc_find(nl, ifindex, parent, out);
 }
 
+struct qdisc_list {
+	int ifindex;
+	GArray *arr;
+};
+
+static int collect_qdisc(struct nl_msg *msg, void *arg)
+{
+	struct qdisc_list *l = arg;
+	struct nlmsghdr *hdr = nlmsg_hdr(msg);
+	struct tcmsg *tcm = nlmsg_data(hdr);
+	struct qdisc_info info = { 0 };
+	int r;
+
+	if (hdr->nlmsg_type != RTM_NEWQDISC || tcm->tcm_ifindex != l->ifindex)
+		return 0;
+	r = qdisc_fill(hdr, &info);
+	if (r < 0) {
+		qdisc_info_clear(&info);
+		return r;
+	}
+	g_array_append_val(l->arr, info);
+	return 0;
+}
+
+int netlink_qdisc_list(struct netlink *nl, int ifindex, struct qdisc_info **out, size_t *n)
+{
+	g_autoptr(GArray) arr = g_array_new(FALSE, FALSE, sizeof(struct qdisc_info));
+	struct qdisc_list l = { .ifindex = ifindex, .arr = arr };
+	struct nl_msg *msg;
+	int r;
+
+	msg = netlink_tc_msg(RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0, 0, 0);
+	if (!msg)
+		return -ENOMEM;
+	r = netlink_talk(nl, nl->rt, msg, collect_qdisc, &l);
+	if (r < 0) {
+		for (guint i = 0; i < arr->len; i++)
+			qdisc_info_clear(&g_array_index(arr, struct qdisc_info, i));
+		return r;
+	}
+	*n = arr->len;
+	/* g_malloc is malloc: callers free() it */
+	*out = (struct qdisc_info *)(void *)g_array_free(g_steal_pointer(&arr), FALSE);
+	return 0;
+}
+
 static const int mode_flags[] = {
 	[QDISC_ADD] = NLM_F_CREATE | NLM_F_EXCL,
 	[QDISC_CHANGE] = 0,
 	[QDISC_REPLACE] = NLM_F_CREATE | NLM_F_REPLACE,
 };
 
-int netlink_cake_set(struct netlink *nl, int ifindex, uint32_t handle,
-		     const struct cake_opts *opts, enum qdisc_mode mode)
+int netlink_cake_set_at(struct netlink *nl, int ifindex, uint32_t parent, uint32_t handle,
+			const struct cake_opts *opts, enum qdisc_mode mode)
 {
 	struct nl_msg *msg;
 	int r;
 
+	if ((unsigned int)mode > QDISC_REPLACE || TC_H_MIN(handle))
+		return -EINVAL;
 	msg = netlink_tc_msg(RTM_NEWQDISC, NLM_F_REQUEST | NLM_F_ACK | mode_flags[mode], ifindex,
-			     mode == QDISC_CHANGE ? handle : 0, TC_H_ROOT, 0);
+			     handle, parent, 0);
 	if (!msg)
 		return -ENOMEM;
 	r = nla_put_string(msg, TCA_KIND, "cake");
@@ -128,6 +185,13 @@ int netlink_cake_set(struct netlink *nl, int ifindex, uint32_t handle,
 		return r;
 	}
 	return netlink_talk(nl, nl->rt, msg, NULL, NULL);
+}
+
+int netlink_cake_set(struct netlink *nl, int ifindex, uint32_t handle,
+		     const struct cake_opts *opts, enum qdisc_mode mode)
+{
+	return netlink_cake_set_at(nl, ifindex, TC_H_ROOT, mode == QDISC_CHANGE ? handle : 0, opts,
+				   mode);
 }
 
 int netlink_qdisc_del_root(struct netlink *nl, int ifindex)
