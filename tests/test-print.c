@@ -7,6 +7,8 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include <json-glib/json-glib.h>
+
 #include "util/json.h"
 #include "util/print.h"
 
@@ -109,6 +111,54 @@ static void test_clamp(void)
 	g_assert_null(strstr(out, "-1"));
 }
 
+/*
+ * JSON is UTF-8 text: a name or a string that is not (a section, key or
+ * state file name from outside) is written with \xNN for each stray byte,
+ * so that the document always parses; control characters are JSON's \u00NN.
+ */
+static void test_not_utf8(void)
+{
+	char path[] = "/tmp/test-print.XXXXXX";
+	int fd = g_mkstemp(path), saved;
+	g_autofree char *out = NULL;
+	g_autoptr(JsonParser) parser = json_parser_new();
+	g_autoptr(GError) err = NULL;
+	JsonObject *o;
+
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	print_begin(true);
+	print_open_object(NULL);
+	print_string("name", NULL, "wg\xff");
+	print_string("k\xfe\xc3", NULL, "caf\xc3\xa9 \xe2\x82");
+	print_string("warning", NULL, "x.conf:3: rtt = '\x1b]0;pwned\x07'");
+	print_open_array("files");
+	print_string(PRINT_ELEM, NULL, "\xc0\xaf.conf");
+	print_close_array();
+	print_close_object();
+	print_end();
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	close(fd);
+	g_assert_true(g_file_get_contents(path, &out, NULL, NULL));
+	g_unlink(path);
+
+	g_assert_true(g_utf8_validate(out, -1, NULL));
+	g_assert_null(strchr(out, '\x1b'));
+	g_assert_true(json_parser_load_from_data(parser, out, -1, &err));
+	g_assert_no_error(err);
+	o = json_node_get_object(json_parser_get_root(parser));
+	g_assert_cmpstr(json_object_get_string_member(o, "name"), ==, "wg\\xff");
+	g_assert_cmpstr(json_object_get_string_member(o, "k\\xfe\\xc3"), ==,
+			"caf\xc3\xa9 \\xe2\\x82");
+	g_assert_cmpstr(json_object_get_string_member(o, "warning"), ==,
+			"x.conf:3: rtt = '\x1b]0;pwned\x07'");
+	g_assert_cmpstr(json_array_get_string_element(json_object_get_array_member(o, "files"), 0),
+			==, "\\xc0\\xaf.conf");
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -116,5 +166,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/util/print/text", test_text);
 	g_test_add_func("/util/print/json", test_json);
 	g_test_add_func("/util/print/clamp", test_clamp);
+	g_test_add_func("/util/print/not-utf8", test_not_utf8);
 	return g_test_run();
 }

@@ -8,10 +8,34 @@
 
 static JsonBuilder *builder;
 
+/*
+ * JSON text is UTF-8, and json-glib writes a string's bytes as they are: a
+ * byte that is not UTF-8 (in an interface, file or section name) is written
+ * as the text \xNN, as the warnings show it. NULL when s is fine as it is.
+ */
+static char *utf8_or_escaped(const char *s)
+{
+	const char *bad;
+	GString *out;
+
+	if (!s || g_utf8_validate(s, -1, &bad))
+		return NULL;
+	out = g_string_new(NULL);
+	do {
+		g_string_append_len(out, s, bad - s);
+		g_string_append_printf(out, "\\x%02x", (unsigned char)*bad);
+		s = bad + 1;
+	} while (!g_utf8_validate(s, -1, &bad));
+	g_string_append(out, s);
+	return g_string_free(out, FALSE);
+}
+
 static void member(const char *key)
 {
+	g_autofree char *fixed = utf8_or_escaped(key);
+
 	if (key && *key)
-		json_builder_set_member_name(builder, key);
+		json_builder_set_member_name(builder, fixed ? fixed : key);
 }
 
 static void begin(void)
@@ -61,8 +85,10 @@ static void close_array(void)
 
 static void string(const char *key, const char *value)
 {
+	g_autofree char *fixed = utf8_or_escaped(value);
+
 	member(key);
-	json_builder_add_string_value(builder, value);
+	json_builder_add_string_value(builder, fixed ? fixed : value);
 }
 
 static void integer(const char *key, int64_t value)
