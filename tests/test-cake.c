@@ -92,6 +92,122 @@ static void test_ack_names(void)
 	g_assert_cmpint(cake_ack_from_name(NULL), ==, -EINVAL);
 }
 
+/* Every family's words as tc/q_cake.c spells them, by the kernel's value. */
+static const struct {
+	enum cake_family family;
+	uint32_t has;
+	const char *words[CAKE_FM_MAX + 1];
+} families[] = {
+	{ CAKE_WORDS_DIFFSERV, CAKE_HAS_DIFFSERV,
+	  { "diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence" } },
+	{ CAKE_WORDS_FLOW, CAKE_HAS_FLOW_MODE,
+	  { "flowblind", "srchost", "dsthost", "hosts", "flows", "dual-srchost", "dual-dsthost",
+	    "triple-isolate" } },
+	{ CAKE_WORDS_NAT, CAKE_HAS_NAT, { "nonat", "nat" } },
+	{ CAKE_WORDS_WASH, CAKE_HAS_WASH, { "nowash", "wash" } },
+	{ CAKE_WORDS_SPLIT_GSO, CAKE_HAS_SPLIT_GSO, { "no-split-gso", "split-gso" } },
+	{ CAKE_WORDS_ACK, CAKE_HAS_ACK_FILTER,
+	  { "no-ack-filter", "ack-filter", "ack-filter-aggressive" } },
+	{ CAKE_WORDS_ATM, CAKE_HAS_ATM, { "noatm", "atm", "ptm" } },
+};
+
+/* What a word set, read back whatever the member's width. */
+static uint32_t member_of(const struct cake_opts *o, enum cake_family f)
+{
+	uint32_t v = UINT32_MAX;
+
+	g_assert_true(cake_word_get(o, f, &v));
+	return v;
+}
+
+static void test_families(void)
+{
+	g_assert_cmpuint(G_N_ELEMENTS(families), ==, CAKE_WORDS_MAX);
+	for (size_t i = 0; i < G_N_ELEMENTS(families); i++) {
+		enum cake_family f = families[i].family;
+		g_auto(GStrv) listed = NULL;
+		char choices[256];
+		uint32_t v;
+
+		cake_word_choices(f, "|", choices, sizeof(choices));
+		listed = g_strsplit(choices, "|", -1);
+		for (v = 0; families[i].words[v]; v++) {
+			struct cake_opts o = { 0 };
+
+			g_assert_cmpstr(cake_word(f, v), ==, families[i].words[v]);
+			g_assert_cmpint(cake_word_value(f, families[i].words[v]), ==, v);
+			/* a word alone sets its option, and only that */
+			g_assert_true(cake_word_set(&o, families[i].words[v]));
+			g_assert_cmphex(o.has, ==, families[i].has);
+			g_assert_cmpuint(member_of(&o, f), ==, v);
+			g_assert_true(g_strv_contains((const char *const *)listed,
+						      families[i].words[v]));
+		}
+		/* as many choices as words: none twice, none missing */
+		g_assert_cmpuint(g_strv_length(listed), ==, v);
+		g_assert_null(cake_word(f, v));
+		g_assert_null(cake_word(f, UINT32_MAX));
+		g_assert_cmpint(cake_word_value(f, NULL), ==, -EINVAL);
+		for (size_t b = 0; b < G_N_ELEMENTS(bad_names); b++)
+			g_assert_cmpint(cake_word_value(f, bad_names[b]), ==, -EINVAL);
+	}
+	g_assert_null(cake_word(CAKE_WORDS_MAX, 0));
+	g_assert_cmpint(cake_word_value(CAKE_WORDS_MAX, "nat"), ==, -EINVAL);
+}
+
+/* No word belongs to two families: set could not tell which was meant. */
+static void test_families_apart(void)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(families); i++)
+		for (size_t v = 0; families[i].words[v]; v++)
+			for (size_t j = 0; j < G_N_ELEMENTS(families); j++)
+				if (j != i)
+					g_assert_cmpint(cake_word_value(families[j].family,
+									families[i].words[v]),
+							==, -EINVAL);
+}
+
+static void test_word_set_rejects(void)
+{
+	struct cake_opts o = { 0 };
+
+	for (size_t b = 0; b < G_N_ELEMENTS(bad_names); b++)
+		g_assert_false(cake_word_set(&o, bad_names[b]));
+	g_assert_false(cake_word_set(&o, "internet"));
+	g_assert_false(cake_word_set(&o, "raw"));
+	g_assert_false(cake_word_get(&o, CAKE_WORDS_FLOW, &(uint32_t){ 0 }));
+	g_assert_cmphex(o.has, ==, 0);
+}
+
+/* tc's presets, rtt in microseconds (iproute2 tc/q_cake.c, presets[]). */
+static void test_rtt_presets(void)
+{
+	static const struct {
+		const char *name;
+		uint32_t rtt;
+	} t[] = {
+		{ "datacentre", 100 },	   { "lan", 1000 },	    { "metro", 10000 },
+		{ "regional", 30000 },	   { "internet", 100000 }, { "oceanic", 300000 },
+		{ "satellite", 1000000 }, { "interplanetary", 1000000000 },
+	};
+	char choices[256];
+	uint32_t rtt = 7;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_assert_cmpint(cake_rtt_preset(t[i].name, &rtt), ==, 0);
+		g_assert_cmpuint(rtt, ==, t[i].rtt);
+	}
+	cake_rtt_preset_choices("|", choices, sizeof(choices));
+	g_assert_cmpstr(choices, ==,
+			"datacentre|lan|metro|regional|internet|oceanic|satellite|interplanetary");
+	rtt = 7;
+	g_assert_cmpint(cake_rtt_preset("datacenter", &rtt), ==, -EINVAL);
+	g_assert_cmpint(cake_rtt_preset("Internet", &rtt), ==, -EINVAL);
+	g_assert_cmpint(cake_rtt_preset("100ms", &rtt), ==, -EINVAL);
+	g_assert_cmpint(cake_rtt_preset(NULL, &rtt), ==, -EINVAL);
+	g_assert_cmpuint(rtt, ==, 7);
+}
+
 /* The column headings of `tc -s qdisc show` (iproute2 tc/q_cake.c). */
 static const struct {
 	uint32_t mode;
@@ -244,10 +360,9 @@ struct want_attr {
 #define SENT_BITS                                                                                \
 	(CAKE_HAS_RATE | CAKE_HAS_OVERHEAD | CAKE_HAS_MPU | CAKE_HAS_RTT | CAKE_HAS_DIFFSERV |   \
 	 CAKE_HAS_NAT | CAKE_HAS_WASH | CAKE_HAS_ACK_FILTER | CAKE_HAS_MEMLIMIT |                \
-	 CAKE_HAS_INGRESS)
-#define DECODE_ONLY_BITS                                                                         \
-	(CAKE_HAS_RAW | CAKE_HAS_FLOW_MODE | CAKE_HAS_ATM | CAKE_HAS_SPLIT_GSO |                 \
-	 CAKE_HAS_TARGET | CAKE_HAS_AUTORATE | CAKE_HAS_FWMARK)
+	 CAKE_HAS_INGRESS | CAKE_HAS_RAW | CAKE_HAS_FLOW_MODE | CAKE_HAS_ATM |                   \
+	 CAKE_HAS_SPLIT_GSO | CAKE_HAS_FWMARK)
+#define DECODE_ONLY_BITS (CAKE_HAS_TARGET | CAKE_HAS_AUTORATE)
 
 static const struct {
 	const char *name;
@@ -278,17 +393,52 @@ static const struct {
 	{ "everything",
 	  { .has = SENT_BITS, .rate = MBIT(40), .overhead = 80, .mpu = 64, .rtt = 50000,
 	    .diffserv = CAKE_DS_DIFFSERV4, .nat = true, .wash = true,
-	    .ack_filter = CAKE_ACKF_AGGRESSIVE, .memlimit = 32 << 20, .ingress = true },
+	    .ack_filter = CAKE_ACKF_AGGRESSIVE, .memlimit = 32 << 20, .ingress = true,
+	    .flow_mode = CAKE_FM_DUAL_SRCHOST, .atm = CAKE_ATMC_PTM, .split_gso = true,
+	    .fwmark = 0xff00 },
 	  { U64(TCA_CAKE_BASE_RATE64, 5000000), S32(TCA_CAKE_OVERHEAD, 80),
 	    U32(TCA_CAKE_MPU, 64), U32(TCA_CAKE_RTT, 50000), U32(TCA_CAKE_TARGET, 2500),
 	    U32(TCA_CAKE_DIFFSERV_MODE, CAKE_DIFFSERV_DIFFSERV4), U32(TCA_CAKE_NAT, 1),
 	    U32(TCA_CAKE_WASH, 1), U32(TCA_CAKE_ACK_FILTER, CAKE_ACK_AGGRESSIVE),
-	    U32(TCA_CAKE_MEMORY, 32 << 20), U32(TCA_CAKE_INGRESS, 1) } },
+	    U32(TCA_CAKE_MEMORY, 32 << 20), U32(TCA_CAKE_INGRESS, 1),
+	    U32(TCA_CAKE_FLOW_MODE, CAKE_FLOW_DUAL_SRC), U32(TCA_CAKE_ATM, CAKE_ATM_PTM),
+	    U32(TCA_CAKE_SPLIT_GSO, 1), U32(TCA_CAKE_FWMARK, 0xff00) } },
 	{ "decode-only-never-sent",
-	  { .has = DECODE_ONLY_BITS, .raw = true, .flow_mode = CAKE_FLOW_FLOWS,
-	    .atm = CAKE_ATM_PTM, .split_gso = true, .target = 1234, .autorate = true,
-	    .fwmark = 0xff },
-	  { { 0 } } },
+	  { .has = DECODE_ONLY_BITS, .target = 1234, .autorate = true }, { { 0 } } },
+	{ "flow-modes",
+	  { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_DUAL_DSTHOST },
+	  { U32(TCA_CAKE_FLOW_MODE, CAKE_FLOW_DUAL_DST) } },
+	{ "flowblind-is-sent",
+	  { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_FLOWBLIND },
+	  { U32(TCA_CAKE_FLOW_MODE, CAKE_FLOW_NONE) } },
+	{ "split-gso-off-is-sent", { .has = CAKE_HAS_SPLIT_GSO, .split_gso = false },
+	  { U32(TCA_CAKE_SPLIT_GSO, 0) } },
+	{ "split-gso-on", { .has = CAKE_HAS_SPLIT_GSO, .split_gso = true },
+	  { U32(TCA_CAKE_SPLIT_GSO, 1) } },
+	{ "fwmark", { .has = CAKE_HAS_FWMARK, .fwmark = 0xffffffff },
+	  { U32(TCA_CAKE_FWMARK, 0xffffffff) } },
+	{ "fwmark-off-is-sent", { .has = CAKE_HAS_FWMARK, .fwmark = 0 },
+	  { U32(TCA_CAKE_FWMARK, 0) } },
+	{ "atm-ptm", { .has = CAKE_HAS_ATM, .atm = CAKE_ATMC_PTM },
+	  { U32(TCA_CAKE_ATM, CAKE_ATM_PTM) } },
+	/* tc's raw: overhead 0, noatm and the flag, a u32 0 */
+	{ "raw",
+	  { .has = CAKE_HAS_RAW | CAKE_HAS_OVERHEAD | CAKE_HAS_ATM, .raw = true,
+	    .atm = CAKE_ATMC_NONE },
+	  { S32(TCA_CAKE_OVERHEAD, 0), U32(TCA_CAKE_ATM, CAKE_ATM_NONE),
+	    U32(TCA_CAKE_RAW, 0) } },
+	/* raw has no "off" on the wire: an overhead ends it */
+	{ "raw-false-sends-nothing", { .has = CAKE_HAS_RAW, .raw = false }, { { 0 } } },
+	{ "conservative",
+	  { .has = CAKE_HAS_OVERHEAD | CAKE_HAS_ATM, .overhead = 108, .atm = CAKE_ATMC_ATM },
+	  { S32(TCA_CAKE_OVERHEAD, 108), U32(TCA_CAKE_ATM, CAKE_ATM_ATM) } },
+	{ "every-new-option",
+	  { .has = CAKE_HAS_FLOW_MODE | CAKE_HAS_ATM | CAKE_HAS_SPLIT_GSO | CAKE_HAS_FWMARK |
+		   CAKE_HAS_NAT,
+	    .flow_mode = CAKE_FM_TRIPLE_ISOLATE, .atm = CAKE_ATMC_ATM, .split_gso = true,
+	    .fwmark = 0xf0, .nat = true },
+	  { U32(TCA_CAKE_FLOW_MODE, CAKE_FLOW_TRIPLE), U32(TCA_CAKE_ATM, CAKE_ATM_ATM),
+	    U32(TCA_CAKE_SPLIT_GSO, 1), U32(TCA_CAKE_FWMARK, 0xf0), U32(TCA_CAKE_NAT, 1) } },
 	{ "unset-values-ignored",
 	  { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_BESTEFFORT, .rate = 1, .mpu = 2,
 	    .rtt = 3, .nat = true },
@@ -346,6 +496,8 @@ static void test_put(gconstpointer data)
 	/* Decoded, it is exactly the sent subset of the input, plus the derived target. */
 	masked = *in;
 	masked.has &= SENT_BITS;
+	if (!in->raw)
+		masked.has &= ~CAKE_HAS_RAW; /* not on the wire, so not read back */
 	cake_opts_merge(&sent, &masked);
 	if (in->has & CAKE_HAS_RTT) {
 		sent.has |= CAKE_HAS_TARGET;
@@ -361,6 +513,8 @@ static const struct {
 } reject_cases[] = {
 	{ "diffserv-unknown", { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_MAX } },
 	{ "ack-filter-unknown", { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_MAX } },
+	{ "flow-mode-unknown", { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_MAX } },
+	{ "atm-unknown", { .has = CAKE_HAS_ATM, .atm = CAKE_ATMC_MAX } },
 	{ "overhead-below-tc-range", { .has = CAKE_HAS_OVERHEAD, .overhead = -65 } },
 	{ "overhead-above-tc-range", { .has = CAKE_HAS_OVERHEAD, .overhead = 257 } },
 	{ "one-bad-among-good",
@@ -384,12 +538,13 @@ static void test_put_no_room(void)
 	const struct cake_opts o = {
 		.has = SENT_BITS, .rate = MBIT(40), .overhead = 80, .mpu = 64, .rtt = 50000,
 		.diffserv = CAKE_DS_DIFFSERV4, .ack_filter = CAKE_ACKF_FILTER, .memlimit = 1,
+		.raw = true, .fwmark = 1,
 	};
 	struct tcmsg tcm = { .tcm_family = AF_UNSPEC };
 	bool fitted = false;
 	size_t room;
 
-	for (room = 0; room <= 160; room += 4) {
+	for (room = 0; room <= 240; room += 4) {
 		g_autoptr(NlMsg) msg =
 			nlmsg_alloc_size(NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(tcm)) + room);
 		uint32_t len;
@@ -1076,8 +1231,38 @@ static void test_fill_defaults(void)
 	g_assert_cmpuint(o.rtt, ==, 100000);
 	g_assert_true(o.has & CAKE_HAS_MEMLIMIT);
 	g_assert_cmpuint(o.memlimit, ==, 0);
-	/* and nothing that set never sends */
-	g_assert_false(o.has & (CAKE_HAS_INGRESS | CAKE_HAS_RAW | CAKE_HAS_FLOW_MODE));
+	g_assert_true(o.has & CAKE_HAS_FLOW_MODE);
+	g_assert_cmpuint(o.flow_mode, ==, CAKE_FM_TRIPLE_ISOLATE);
+	g_assert_true(o.has & CAKE_HAS_SPLIT_GSO);
+	g_assert_true(o.split_gso);
+	g_assert_true(o.has & CAKE_HAS_ATM);
+	g_assert_cmpuint(o.atm, ==, CAKE_ATMC_NONE);
+	g_assert_true(o.has & CAKE_HAS_FWMARK);
+	g_assert_cmpuint(o.fwmark, ==, 0);
+	/* and nothing set never sends, nor raw, which the overhead always sent ends */
+	g_assert_false(o.has & (CAKE_HAS_INGRESS | CAKE_HAS_RAW | CAKE_HAS_TARGET |
+				CAKE_HAS_AUTORATE));
+}
+
+/* The defaults are what a fresh cake reports (the "fresh-defaults" dump above). */
+static void test_fill_defaults_are_fresh_cake(void)
+{
+	struct cake_opts o = { 0 };
+
+	cake_opts_fill_defaults(&o);
+	g_assert_cmpuint(o.diffserv, ==, CAKE_DIFFSERV_DIFFSERV3);
+	g_assert_cmpuint(o.flow_mode, ==, CAKE_FLOW_TRIPLE);
+	g_assert_cmpuint(o.atm, ==, CAKE_ATM_NONE);
+	g_assert_true(o.split_gso);
+	g_assert_cmpuint(o.rtt, ==, 100000);
+	/* and a given value of a new option stays */
+	o = (struct cake_opts){ .has = CAKE_HAS_FLOW_MODE | CAKE_HAS_SPLIT_GSO | CAKE_HAS_FWMARK,
+				.flow_mode = CAKE_FM_DUAL_SRCHOST, .split_gso = false,
+				.fwmark = 0xff };
+	cake_opts_fill_defaults(&o);
+	g_assert_cmpuint(o.flow_mode, ==, CAKE_FM_DUAL_SRCHOST);
+	g_assert_false(o.split_gso);
+	g_assert_cmpuint(o.fwmark, ==, 0xff);
 }
 
 int main(int argc, char **argv)
@@ -1087,6 +1272,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/cake/names/diffserv", test_diffserv_names);
 	g_test_add_func("/cake/names/ack-filter", test_ack_names);
 	g_test_add_func("/cake/names/tins", test_tin_names);
+	g_test_add_func("/cake/names/families", test_families);
+	g_test_add_func("/cake/names/families-apart", test_families_apart);
+	g_test_add_func("/cake/names/word-set-rejects", test_word_set_rejects);
+	g_test_add_func("/cake/names/rtt-presets", test_rtt_presets);
 	ADD_CASES("/cake/merge", merge_cases, test_merge);
 	ADD_CASES("/cake/put", put_cases, test_put);
 	ADD_CASES("/cake/put/rejects", reject_cases, test_put_rejects);
@@ -1099,5 +1288,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/cake/parse-stats/captured", test_stats_capture);
 
 	g_test_add_func("/cake/opts/fill-defaults", test_fill_defaults);
+	g_test_add_func("/cake/opts/fill-defaults-fresh", test_fill_defaults_are_fresh_cake);
 	return g_test_run();
 }

@@ -3,9 +3,11 @@
  * set's words (egress 85mbit diffserv4 ...) into a shape_request: one parser
  * for the command line and the configuration, so both accept the same words.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shape/cake.h"
@@ -25,120 +27,267 @@ static int bad(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static int parse_direction(const char *word, const char *val, enum dir_action *act,
-			   uint64_t *rate, char *err, size_t errlen)
+/* One parse: the request so far, and where its error goes. */
+struct parse {
+	struct shape_request r;
+	const char *link_word; /* the word that gave the link's overhead, if one did */
+	char *err;
+	size_t errlen;
+};
+
+/*
+ * tc's (tc/q_cake.c). ethernet also says noatm, which tc leaves alone, so
+ * that it ends an atm an earlier set left in the kernel.
+ */
+static const struct shape_framing framings[] = {
+	{ "conservative", 48, 0, CAKE_ATMC_ATM }, /* a whole ATM cell's worth */
+	{ "ethernet", 38, 84, CAKE_ATMC_NONE }, /* preamble, gap, header and FCS; 84 on the wire */
+};
+
+#define N_FRAMINGS (sizeof(framings) / sizeof(framings[0]))
+
+const struct shape_framing *shape_framing(size_t i)
 {
-	if (!val)
-		return bad(err, errlen, "%s: missing RATE or off", word);
+	return i < N_FRAMINGS ? &framings[i] : NULL;
+}
+
+static const struct shape_framing *framing_of(const char *word)
+{
+	for (size_t i = 0; i < N_FRAMINGS; i++)
+		if (!strcmp(word, framings[i].word))
+			return &framings[i];
+	return NULL;
+}
+
+static const char *framing_choices(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < N_FRAMINGS && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+					 framings[i].word);
+	return buf;
+}
+
+static void set_framing(struct parse *p, const struct shape_framing *f)
+{
+	struct cake_opts *o = &p->r.opts;
+
+	p->r.link_overhead = f->link_overhead;
+	p->r.overhead_auto = true;
+	p->link_word = f->word;
+	if (f->mpu) {
+		o->mpu = f->mpu;
+		o->has |= CAKE_HAS_MPU;
+	}
+	o->atm = f->atm;
+	o->has |= CAKE_HAS_ATM;
+}
+
+/* raw: no overhead at all, not even the device's header (tc sends overhead 0 with it). */
+static void set_raw(struct parse *p)
+{
+	struct cake_opts *o = &p->r.opts;
+
+	o->overhead = 0;
+	o->raw = true;
+	o->atm = CAKE_ATMC_NONE;
+	o->has |= CAKE_HAS_OVERHEAD | CAKE_HAS_RAW | CAKE_HAS_ATM;
+	p->r.overhead_auto = false;
+}
+
+static int word_direction(struct parse *p, const char *word, const char *val)
+{
+	bool egress = !strcmp(word, "egress");
+	enum dir_action *act = egress ? &p->r.egress : &p->r.ingress;
+	uint64_t *rate = egress ? &p->r.egress_rate : &p->r.ingress_rate;
+
 	if (!strcmp(val, "off")) {
 		*act = DIR_OFF;
 		return 0;
 	}
 	if (parse_rate(val, rate) < 0)
-		return bad(err, errlen, "%s: '%s' is not a rate (a number and a unit, e.g. 85mbit)",
-			   word, val);
+		return bad(p->err, p->errlen, "%s: '%s' is not a rate (a number and a unit, "
+			   "e.g. 85mbit)", word, val);
 	*act = DIR_SET;
 	return 0;
 }
 
-/* Words that stand alone and set one option: cake's name tables, and nat/wash. */
-static bool parse_flag(const char *word, struct cake_opts *o)
+static int word_overhead(struct parse *p, const char *word, const char *val)
 {
-	int v;
+	struct cake_opts *o = &p->r.opts;
+	long n;
 
-	if ((v = cake_diffserv_from_name(word)) >= 0) {
-		o->diffserv = (uint32_t)v;
-		o->has |= CAKE_HAS_DIFFSERV;
-	} else if ((v = cake_ack_from_name(word)) >= 0) {
-		o->ack_filter = (uint32_t)v;
-		o->has |= CAKE_HAS_ACK_FILTER;
-	} else if (!strcmp(word, "nat") || !strcmp(word, "nonat")) {
-		o->nat = !strcmp(word, "nat");
-		o->has |= CAKE_HAS_NAT;
-	} else if (!strcmp(word, "wash") || !strcmp(word, "nowash")) {
-		o->wash = !strcmp(word, "wash");
-		o->has |= CAKE_HAS_WASH;
+	if (!strcmp(val, "auto")) {
+		o->has &= ~(CAKE_HAS_OVERHEAD | CAKE_HAS_RAW);
+		o->raw = false;
+		p->r.overhead_auto = true;
+	} else if (!strcmp(val, "raw")) {
+		set_raw(p);
+	} else if (parse_int_range(val, CAKE_OVERHEAD_MIN, CAKE_OVERHEAD_MAX, &n) == 0) {
+		o->overhead = (int32_t)n;
+		o->raw = false;
+		o->has = (o->has | CAKE_HAS_OVERHEAD) & ~CAKE_HAS_RAW;
+		p->r.overhead_auto = false;
 	} else {
-		return false;
+		return bad(p->err, p->errlen, "%s: '%s' is not auto, raw or a whole number of "
+			   "bytes from -64 to 256", word, val);
 	}
-	return true;
+	return 0;
+}
+
+static int word_link_overhead(struct parse *p, const char *word, const char *val)
+{
+	const struct shape_framing *f = framing_of(val);
+	char names[64];
+	long n;
+
+	if (f) {
+		set_framing(p, f);
+		return 0;
+	}
+	if (parse_int_range(val, CAKE_OVERHEAD_MIN, CAKE_OVERHEAD_MAX, &n) < 0)
+		return bad(p->err, p->errlen, "%s: '%s' is not a whole number of bytes from -64 "
+			   "to 256 nor one of %s", word, val, framing_choices(names, sizeof(names)));
+	p->r.link_overhead = (int)n;
+	p->r.overhead_auto = true;
+	p->link_word = word;
+	return 0;
+}
+
+static int word_mpu(struct parse *p, const char *word, const char *val)
+{
+	long n;
+
+	if (parse_int_range(val, 0, 256, &n) < 0)
+		return bad(p->err, p->errlen, "%s: '%s' is not a whole number of bytes from 0 "
+			   "to 256", word, val);
+	p->r.opts.mpu = (uint32_t)n;
+	p->r.opts.has |= CAKE_HAS_MPU;
+	return 0;
+}
+
+static int word_rtt(struct parse *p, const char *word, const char *val)
+{
+	char presets[128];
+
+	if (parse_time(val, &p->r.opts.rtt) < 0 && cake_rtt_preset(val, &p->r.opts.rtt) < 0)
+		return bad(p->err, p->errlen, "%s: '%s' is not a time (e.g. 100ms) nor one of %s",
+			   word, val, cake_rtt_preset_choices(", ", presets, sizeof(presets)));
+	p->r.opts.has |= CAKE_HAS_RTT;
+	return 0;
+}
+
+static int word_memlimit(struct parse *p, const char *word, const char *val)
+{
+	if (parse_size(val, &p->r.opts.memlimit) < 0)
+		return bad(p->err, p->errlen, "%s: '%s' is not a size (e.g. 4m)", word, val);
+	p->r.opts.has |= CAKE_HAS_MEMLIMIT;
+	return 0;
+}
+
+/* As tc reads it (strtoul, base 0): 0x.. hex, 0.. octal, else decimal; no sign. */
+static int parse_mask(const char *s, uint32_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int word_fwmark(struct parse *p, const char *word, const char *val)
+{
+	if (parse_mask(val, &p->r.opts.fwmark) < 0)
+		return bad(p->err, p->errlen, "%s: '%s' is not a mask (0 to 0xffffffff, e.g. 0xff)",
+			   word, val);
+	p->r.opts.has |= CAKE_HAS_FWMARK;
+	return 0;
+}
+
+/* The words that take a value; what the value may be is in each one's error. */
+static const struct {
+	const char *word;
+	const char *missing; /* what the value is, for "missing ..." */
+	int (*parse)(struct parse *p, const char *word, const char *val);
+} valued[] = {
+	{ "egress", "RATE or off", word_direction },
+	{ "ingress", "RATE or off", word_direction },
+	{ "overhead", "BYTES, auto or raw", word_overhead },
+	{ "link-overhead", "BYTES", word_link_overhead },
+	{ "mpu", "BYTES", word_mpu },
+	{ "rtt", "TIME", word_rtt },
+	{ "memlimit", "SIZE", word_memlimit },
+	{ "fwmark", "MASK", word_fwmark },
+};
+
+/* Words that stand alone: cake's families, tc's rtt presets and overhead keywords. */
+static bool parse_alone(struct parse *p, const char *word)
+{
+	const struct shape_framing *f;
+
+	if (cake_word_set(&p->r.opts, word))
+		return true;
+	if (cake_rtt_preset(word, &p->r.opts.rtt) == 0) {
+		p->r.opts.has |= CAKE_HAS_RTT;
+		return true;
+	}
+	if (!strcmp(word, "raw")) {
+		set_raw(p);
+		return true;
+	}
+	f = framing_of(word);
+	if (f)
+		set_framing(p, f);
+	return f != NULL;
+}
+
+static int parse_word(struct parse *p, int argc, char **argv, int *i)
+{
+	const char *w = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+
+	if (parse_alone(p, w))
+		return 0;
+	for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++) {
+		if (strcmp(w, valued[k].word) != 0)
+			continue;
+		if (!v)
+			return bad(p->err, p->errlen, "%s: missing %s", w, valued[k].missing);
+		(*i)++;
+		return valued[k].parse(p, w, v);
+	}
+	return bad(p->err, p->errlen, "'%s' is not an option of set (see wgshape set --help)", w);
 }
 
 int shape_words_parse(int argc, char **argv, struct shape_request *req, char *err, size_t errlen)
 {
-	struct shape_request r = { 0 };
-	struct cake_opts *o = &r.opts;
-	bool link_overhead_given = false;
-	long n;
+	struct parse p = { .err = err, .errlen = errlen };
+	const struct cake_opts *o = &p.r.opts;
+	const struct shape_request *r = &p.r;
 
 	for (int i = 0; i < argc; i++) {
-		const char *w = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int ret;
+		int ret = parse_word(&p, argc, argv, &i);
 
-		if (parse_flag(w, o))
-			continue;
-		if (!strcmp(w, "egress")) {
-			ret = parse_direction(w, v, &r.egress, &r.egress_rate, err, errlen);
-		} else if (!strcmp(w, "ingress")) {
-			ret = parse_direction(w, v, &r.ingress, &r.ingress_rate, err, errlen);
-		} else if (!strcmp(w, "overhead")) {
-			if (!v)
-				return bad(err, errlen, "overhead: missing BYTES or auto");
-			ret = 0;
-			if (!strcmp(v, "auto")) {
-				o->has &= ~CAKE_HAS_OVERHEAD;
-				r.overhead_auto = true;
-			} else if (parse_int_range(v, CAKE_OVERHEAD_MIN, CAKE_OVERHEAD_MAX, &n) == 0) {
-				r.overhead_auto = false;
-				o->overhead = (int32_t)n;
-				o->has |= CAKE_HAS_OVERHEAD;
-			} else {
-				ret = bad(err, errlen, "overhead: '%s' is not auto or a whole number of "
-					  "bytes from -64 to 256", v);
-			}
-		} else if (!strcmp(w, "link-overhead")) {
-			if (!v || parse_int_range(v, CAKE_OVERHEAD_MIN, CAKE_OVERHEAD_MAX, &n) < 0)
-				return bad(err, errlen, "link-overhead: '%s' is not a whole number of "
-					   "bytes from -64 to 256", v ? v : "");
-			r.link_overhead = (int)n;
-			r.overhead_auto = true;
-			link_overhead_given = true;
-			ret = 0;
-		} else if (!strcmp(w, "mpu")) {
-			if (!v || parse_int_range(v, 0, 256, &n) < 0)
-				return bad(err, errlen, "mpu: '%s' is not a whole number of bytes "
-					   "from 0 to 256", v ? v : "");
-			o->mpu = (uint32_t)n;
-			o->has |= CAKE_HAS_MPU;
-			ret = 0;
-		} else if (!strcmp(w, "rtt")) {
-			if (!v || parse_time(v, &o->rtt) < 0)
-				return bad(err, errlen, "rtt: '%s' is not a time (e.g. 100ms)",
-					   v ? v : "");
-			o->has |= CAKE_HAS_RTT;
-			ret = 0;
-		} else if (!strcmp(w, "memlimit")) {
-			if (!v || parse_size(v, &o->memlimit) < 0)
-				return bad(err, errlen, "memlimit: '%s' is not a size (e.g. 4m)",
-					   v ? v : "");
-			o->has |= CAKE_HAS_MEMLIMIT;
-			ret = 0;
-		} else {
-			return bad(err, errlen, "'%s' is not an option of set (see wgshape set --help)",
-				   w);
-		}
 		if (ret < 0)
 			return ret;
-		i++; /* the value */
 	}
-	if (link_overhead_given && (o->has & CAKE_HAS_OVERHEAD))
-		return bad(err, errlen, "link-overhead only adds to overhead auto; with overhead "
-			   "%d give the whole overhead there", o->overhead);
-	if ((o->has || link_overhead_given) && r.egress != DIR_SET && r.ingress != DIR_SET &&
-	    (r.egress == DIR_OFF || r.ingress == DIR_OFF))
+	if (p.link_word && (o->has & CAKE_HAS_OVERHEAD) && o->raw)
+		return bad(err, errlen, "%s only adds to overhead auto, and raw counts no overhead "
+			   "at all", p.link_word);
+	if (p.link_word && (o->has & CAKE_HAS_OVERHEAD))
+		return bad(err, errlen, "%s only adds to overhead auto; with overhead %d give the "
+			   "whole overhead there", p.link_word, o->overhead);
+	if ((o->has || p.link_word) && r->egress != DIR_SET && r->ingress != DIR_SET &&
+	    (r->egress == DIR_OFF || r->ingress == DIR_OFF))
 		return bad(err, errlen, "options apply to a direction being set, and off sets none "
 			   "(give egress RATE or ingress RATE, or leave both out)");
-	*req = r;
+	*req = p.r;
 	return 0;
 }
-

@@ -49,6 +49,43 @@ step "an explicit overhead wins over auto"
 expect_wgshape_ok cli set wg0 egress 20mbit overhead 44
 expect_cake cli wg0 bandwidth=2500000 overhead=44
 
+step "tc's words: flow isolation, split-gso, fwmark, an rtt preset, ethernet framing"
+# ethernet is link framing on top of auto, and ends the overhead set by hand above
+expect_wgshape_ok cli set wg0 egress 20mbit dual-dsthost no-split-gso fwmark 0xff satellite ethernet
+expect_cake cli wg0 flowmode=dual-dsthost split_gso=false rtt=1000000 mpu=84 atm=noatm \
+	raw=false overhead=$((auto + 38))
+# tc prints the mask in hexadecimal, with or without 0x as its version has it
+expect_eq "cli wg0 cake fwmark is 0xff" true \
+	"$(root_qdisc cli wg0 | jq '.options.fwmark | tostring | test("^(0x)?ff$|^255$")')"
+expect_wgshape_ok cli show wg0
+expect_match "'wgshape show wg0' names the new words" \
+	'dual-dsthost .*no-split-gso rtt 1s noatm overhead '"$((auto + 38))"' mpu 84.* fwmark 0xff' "$WG_OUT"
+expect_wgshape_ok cli -j show wg0
+expect_eq "'wgshape -j show wg0' egress options" "dual-dsthost false 1000000 noatm 255" \
+	"$(jq -r '.[0].egress.options | "\(.flow_mode) \(.split_gso) \(.rtt) \(.atm) \(.fwmark)"' <<<"$WG_OUT")"
+
+step "the same words again change nothing (already as asked)"
+expect_wgshape_ok cli -v set wg0 egress 20mbit dual-dsthost no-split-gso fwmark 0xff satellite ethernet
+expect_match "'set' again" 'cake on wg0 already as asked' "$WG_ERR"
+
+step "a word alone applies to both directions"
+expect_wgshape_ok cli set wg0 dual-srchost
+expect_cake cli wg0 flowmode=dual-srchost
+expect_cake cli ifb4wg0 flowmode=dual-srchost ingress=true
+
+step "conservative: atm with link-overhead 48; raw: no overhead at all"
+expect_wgshape_ok cli set wg0 conservative
+expect_cake cli wg0 atm=atm overhead=$((auto + 48)) raw=false
+expect_wgshape_ok cli set wg0 raw
+expect_cake cli wg0 raw=true overhead=0
+expect_wgshape_ok cli -v set wg0 raw
+expect_match "'set wg0 raw' again" 'cake on wg0 already as asked' "$WG_ERR"
+expect_wgshape_ok cli set wg0 overhead auto triple-isolate split-gso fwmark 0 internet
+expect_cake cli wg0 raw=false overhead="$auto" flowmode=triple-isolate split_gso=true \
+	rtt=100000
+expect_wgshape_fails cli "ethernet only adds to overhead auto" set wg0 raw ethernet
+expect_wgshape_fails cli "dual-dsthosts" set wg0 dual-dsthosts
+
 step "show"
 expect_wgshape_ok cli show
 expect_match "'wgshape show' output" 'wg0' "$WG_OUT"
