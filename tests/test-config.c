@@ -6,9 +6,12 @@
  * A section's shape_request is filled once all files are read, so most tests
  * go through config_load on a folder of their own. Its files are 0444 and its
  * folders 0555: that is safe whoever owns them, so the tests pass as root and
- * as anyone else.
+ * as anyone else. The folder is made below no folder others can write, since
+ * config_load refuses those (/tmp among them): see base_find().
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,7 +30,13 @@ static void rm_rf(const char *path)
 {
 	GDir *d;
 	const char *name;
+	struct stat st;
 
+	/* a link goes, not what it leads to */
+	if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		g_remove(path);
+		return;
+	}
 	g_chmod(path, 0700);
 	d = g_dir_open(path, 0, NULL);
 	if (d) {
@@ -41,13 +50,62 @@ static void rm_rf(const char *path)
 	g_remove(path);
 }
 
+/* Where the tests' folders are made (resolved): a folder config_load accepts. */
+static char *base;
+
+/* A new folder (0755) in below: base, or a candidate for it. */
+static char *dir_new(const char *below)
+{
+	char *tmpl = g_build_filename(below, "wgshape-config-XXXXXX", NULL);
+
+	if (!g_mkdtemp_full(tmpl, 0755))
+		g_clear_pointer(&tmpl, g_free);
+	return tmpl;
+}
+
+/*
+ * The first of the user's runtime folder (else ~/.cache), /run and the build
+ * folder where config_load reads a file: the first two are the user's or
+ * root's alone on a usual system, the build folder is below a checkout.
+ */
+static void base_find(void)
+{
+	const char *candidates[] = { g_get_user_runtime_dir(), "/run",
+				     g_test_get_dir(G_TEST_BUILT) };
+
+	for (size_t i = 0; i < G_N_ELEMENTS(candidates) && !base; i++) {
+		g_autofree char *real = realpath(candidates[i], NULL);
+		g_autofree char *dir = real ? dir_new(real) : NULL;
+		g_autofree char *path = dir ? g_build_filename(dir, "wgshape.conf", NULL) : NULL;
+		g_autofree char *why = NULL;
+		struct config *cfg = NULL;
+
+		if (!dir)
+			continue;
+		if (g_file_set_contents(path, "", 0, NULL) && g_chmod(path, 0444) == 0 &&
+		    g_chmod(dir, 0555) == 0 && config_load(path, true, &cfg, &why) == 0)
+			base = g_steal_pointer(&real);
+		else
+			g_test_message("not below %s: %s", candidates[i], why ? why : "unwritable");
+		config_free(cfg);
+		g_chmod(dir, 0700);
+		g_remove(path);
+		g_rmdir(dir);
+	}
+	if (!base)
+		g_error("no folder to make test files in that config_load accepts (is the build "
+			"folder below one that others can write?)");
+	g_test_message("test files below %s", base);
+}
+
 /* A folder holding files; its folders get dir_mode once written (0: 0555). */
 static char *tree_new(const struct file *files, size_t n, mode_t dir_mode)
 {
-	char *dir = g_dir_make_tmp("wgshape-config-XXXXXX", NULL);
-	g_autofree char *confd = g_build_filename(dir, "conf.d", NULL);
+	char *dir = dir_new(base);
+	g_autofree char *confd = NULL;
 
 	g_assert_nonnull(dir);
+	confd = g_build_filename(dir, "conf.d", NULL);
 	for (size_t i = 0; i < n; i++) {
 		g_autofree char *path = g_build_filename(dir, files[i].name, NULL);
 		g_autofree char *parent = g_path_get_dirname(path);
@@ -123,6 +181,16 @@ static void assert_req_eq(const struct shape_request *a, const struct shape_requ
 		g_assert_cmpint(a->opts.nat, ==, b->opts.nat);
 	if (a->opts.has & CAKE_HAS_WASH)
 		g_assert_cmpint(a->opts.wash, ==, b->opts.wash);
+	if (a->opts.has & CAKE_HAS_FLOW_MODE)
+		g_assert_cmpuint(a->opts.flow_mode, ==, b->opts.flow_mode);
+	if (a->opts.has & CAKE_HAS_SPLIT_GSO)
+		g_assert_cmpint(a->opts.split_gso, ==, b->opts.split_gso);
+	if (a->opts.has & CAKE_HAS_ATM)
+		g_assert_cmpuint(a->opts.atm, ==, b->opts.atm);
+	if (a->opts.has & CAKE_HAS_FWMARK)
+		g_assert_cmphex(a->opts.fwmark, ==, b->opts.fwmark);
+	if (a->opts.has & CAKE_HAS_RAW)
+		g_assert_cmpint(a->opts.raw, ==, b->opts.raw);
 	g_assert_cmpint(a->link_overhead, ==, b->link_overhead);
 	g_assert_cmpint(a->overhead_auto, ==, b->overhead_auto);
 }
@@ -139,70 +207,104 @@ static void assert_has(const char *haystack, const char *needle)
 }
 
 /* Each key with good values: what reaches the shape_request, and no warning. */
+static const struct {
+	const char *line;
+	struct shape_request want;
+} key_cases[] = {
+	{ "egress = 82mbit", { .egress = DIR_SET, .egress_rate = 10250000 } },
+	{ "egress=1gbit", { .egress = DIR_SET, .egress_rate = 125000000 } },
+	{ "egress = 10mbps", { .egress = DIR_SET, .egress_rate = 10000000 } },
+	{ "egress = off", { .egress = DIR_OFF } },
+	{ "ingress = 40mbit", { .ingress = DIR_SET, .ingress_rate = 5000000 } },
+	{ "ingress = off", { .ingress = DIR_OFF } },
+	{ "overhead = 60", { .opts = { .has = CAKE_HAS_OVERHEAD, .overhead = 60 } } },
+	{ "overhead = -64", { .opts = { .has = CAKE_HAS_OVERHEAD, .overhead = -64 } } },
+	{ "overhead = 256", { .opts = { .has = CAKE_HAS_OVERHEAD, .overhead = 256 } } },
+	{ "overhead = auto", { .overhead_auto = true } },
+	{ "link-overhead = 14", { .link_overhead = 14, .overhead_auto = true } },
+	{ "link-overhead = -4", { .link_overhead = -4, .overhead_auto = true } },
+	{ "mpu = 84", { .opts = { .has = CAKE_HAS_MPU, .mpu = 84 } } },
+	{ "mpu = 0", { .opts = { .has = CAKE_HAS_MPU, .mpu = 0 } } },
+	{ "rtt = 50ms", { .opts = { .has = CAKE_HAS_RTT, .rtt = 50000 } } },
+	{ "rtt = 100us", { .opts = { .has = CAKE_HAS_RTT, .rtt = 100 } } },
+	{ "rtt = 1s", { .opts = { .has = CAKE_HAS_RTT, .rtt = 1000000 } } },
+	{ "memlimit = 4m", { .opts = { .has = CAKE_HAS_MEMLIMIT, .memlimit = 4 << 20 } } },
+	{ "memlimit = 32kb", { .opts = { .has = CAKE_HAS_MEMLIMIT, .memlimit = 32 << 10 } } },
+	{ "diffserv = besteffort",
+	  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_BESTEFFORT } } },
+	{ "diffserv = diffserv3",
+	  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_DIFFSERV3 } } },
+	{ "diffserv = diffserv4",
+	  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_DIFFSERV4 } } },
+	{ "diffserv = diffserv8",
+	  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_DIFFSERV8 } } },
+	{ "diffserv = precedence",
+	  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_PRECEDENCE } } },
+	{ "nat = yes", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+	{ "nat = true", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+	{ "nat = On", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+	{ "nat = 1", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+	{ "nat = no", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
+	{ "nat = false", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
+	{ "nat = off", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
+	{ "nat = 0", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
+	{ "wash = yes", { .opts = { .has = CAKE_HAS_WASH, .wash = true } } },
+	{ "wash = no", { .opts = { .has = CAKE_HAS_WASH, .wash = false } } },
+	{ "ack-filter = yes",
+	  { .opts = { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_FILTER } } },
+	{ "ack-filter = no",
+	  { .opts = { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_NONE } } },
+	{ "ack-filter = aggressive",
+	  { .opts = { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_AGGRESSIVE } } },
+	{ "flow-isolation = flowblind",
+	  { .opts = { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_FLOWBLIND } } },
+	{ "flow-isolation = srchost",
+	  { .opts = { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_SRCHOST } } },
+	{ "flow-isolation = dsthost",
+	  { .opts = { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_DSTHOST } } },
+	{ "flow-isolation = hosts",
+	  { .opts = { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_HOSTS } } },
+	{ "flow-isolation = flows",
+	  { .opts = { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_FLOWS } } },
+	{ "flow-isolation = dual-srchost",
+	  { .opts = { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_DUAL_SRCHOST } } },
+	{ "flow-isolation = dual-dsthost",
+	  { .opts = { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_DUAL_DSTHOST } } },
+	{ "flow-isolation = triple-isolate",
+	  { .opts = { .has = CAKE_HAS_FLOW_MODE, .flow_mode = CAKE_FM_TRIPLE_ISOLATE } } },
+	{ "split-gso = yes", { .opts = { .has = CAKE_HAS_SPLIT_GSO, .split_gso = true } } },
+	{ "split-gso = no", { .opts = { .has = CAKE_HAS_SPLIT_GSO, .split_gso = false } } },
+	{ "atm = yes", { .opts = { .has = CAKE_HAS_ATM, .atm = CAKE_ATMC_ATM } } },
+	{ "atm = no", { .opts = { .has = CAKE_HAS_ATM, .atm = CAKE_ATMC_NONE } } },
+	{ "atm = ptm", { .opts = { .has = CAKE_HAS_ATM, .atm = CAKE_ATMC_PTM } } },
+	{ "fwmark = 0xff", { .opts = { .has = CAKE_HAS_FWMARK, .fwmark = 0xff } } },
+	{ "fwmark = 16", { .opts = { .has = CAKE_HAS_FWMARK, .fwmark = 16 } } },
+	{ "rtt = internet", { .opts = { .has = CAKE_HAS_RTT, .rtt = 100000 } } },
+	{ "rtt = satellite", { .opts = { .has = CAKE_HAS_RTT, .rtt = 1000000 } } },
+	{ "overhead = raw",
+	  { .opts = { .has = CAKE_HAS_OVERHEAD | CAKE_HAS_RAW | CAKE_HAS_ATM, .raw = true,
+		      .overhead = 0, .atm = CAKE_ATMC_NONE } } },
+	{ "link-overhead = ethernet",
+	  { .opts = { .has = CAKE_HAS_MPU | CAKE_HAS_ATM, .mpu = 84, .atm = CAKE_ATMC_NONE },
+	    .link_overhead = 38, .overhead_auto = true } },
+	{ "link-overhead = conservative",
+	  { .opts = { .has = CAKE_HAS_ATM, .atm = CAKE_ATMC_ATM },
+	    .link_overhead = 48, .overhead_auto = true } },
+	/* blanks an editor does not show */
+	{ "egress = 82mbit  ", { .egress = DIR_SET, .egress_rate = 10250000 } },
+	{ "nat = yes\t", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
+	{ "  egress\t=\t82mbit", { .egress = DIR_SET, .egress_rate = 10250000 } },
+};
+
 static void test_keys(void)
 {
-	static const struct {
-		const char *line;
-		struct shape_request want;
-	} t[] = {
-		{ "egress = 82mbit", { .egress = DIR_SET, .egress_rate = 10250000 } },
-		{ "egress=1gbit", { .egress = DIR_SET, .egress_rate = 125000000 } },
-		{ "egress = 10mbps", { .egress = DIR_SET, .egress_rate = 10000000 } },
-		{ "egress = off", { .egress = DIR_OFF } },
-		{ "ingress = 40mbit", { .ingress = DIR_SET, .ingress_rate = 5000000 } },
-		{ "ingress = off", { .ingress = DIR_OFF } },
-		{ "overhead = 60", { .opts = { .has = CAKE_HAS_OVERHEAD, .overhead = 60 } } },
-		{ "overhead = -64", { .opts = { .has = CAKE_HAS_OVERHEAD, .overhead = -64 } } },
-		{ "overhead = 256", { .opts = { .has = CAKE_HAS_OVERHEAD, .overhead = 256 } } },
-		{ "overhead = auto", { .overhead_auto = true } },
-		{ "link-overhead = 14", { .link_overhead = 14, .overhead_auto = true } },
-		{ "link-overhead = -4", { .link_overhead = -4, .overhead_auto = true } },
-		{ "mpu = 84", { .opts = { .has = CAKE_HAS_MPU, .mpu = 84 } } },
-		{ "mpu = 0", { .opts = { .has = CAKE_HAS_MPU, .mpu = 0 } } },
-		{ "rtt = 50ms", { .opts = { .has = CAKE_HAS_RTT, .rtt = 50000 } } },
-		{ "rtt = 100us", { .opts = { .has = CAKE_HAS_RTT, .rtt = 100 } } },
-		{ "rtt = 1s", { .opts = { .has = CAKE_HAS_RTT, .rtt = 1000000 } } },
-		{ "memlimit = 4m", { .opts = { .has = CAKE_HAS_MEMLIMIT, .memlimit = 4 << 20 } } },
-		{ "memlimit = 32kb", { .opts = { .has = CAKE_HAS_MEMLIMIT, .memlimit = 32 << 10 } } },
-		{ "diffserv = besteffort",
-		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_BESTEFFORT } } },
-		{ "diffserv = diffserv3",
-		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_DIFFSERV3 } } },
-		{ "diffserv = diffserv4",
-		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_DIFFSERV4 } } },
-		{ "diffserv = diffserv8",
-		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_DIFFSERV8 } } },
-		{ "diffserv = precedence",
-		  { .opts = { .has = CAKE_HAS_DIFFSERV, .diffserv = CAKE_DS_PRECEDENCE } } },
-		{ "nat = yes", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
-		{ "nat = true", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
-		{ "nat = On", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
-		{ "nat = 1", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
-		{ "nat = no", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
-		{ "nat = false", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
-		{ "nat = off", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
-		{ "nat = 0", { .opts = { .has = CAKE_HAS_NAT, .nat = false } } },
-		{ "wash = yes", { .opts = { .has = CAKE_HAS_WASH, .wash = true } } },
-		{ "wash = no", { .opts = { .has = CAKE_HAS_WASH, .wash = false } } },
-		{ "ack-filter = yes",
-		  { .opts = { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_FILTER } } },
-		{ "ack-filter = no",
-		  { .opts = { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_NONE } } },
-		{ "ack-filter = aggressive",
-		  { .opts = { .has = CAKE_HAS_ACK_FILTER, .ack_filter = CAKE_ACKF_AGGRESSIVE } } },
-		/* blanks an editor does not show */
-		{ "egress = 82mbit  ", { .egress = DIR_SET, .egress_rate = 10250000 } },
-		{ "nat = yes\t", { .opts = { .has = CAKE_HAS_NAT, .nat = true } } },
-		{ "  egress\t=\t82mbit", { .egress = DIR_SET, .egress_rate = 10250000 } },
-	};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
-		g_autofree char *text = g_strdup_printf("[interface wg0]\n%s\n", t[i].line);
+	for (size_t i = 0; i < G_N_ELEMENTS(key_cases); i++) {
+		g_autofree char *text = g_strdup_printf("[interface wg0]\n%s\n", key_cases[i].line);
 		g_autofree char *path = NULL;
 		g_autoptr(config_t) cfg = NULL;
 		const struct conf_section *c;
 
-		g_test_message("%s", t[i].line);
+		g_test_message("%s", key_cases[i].line);
 		cfg = load_text(text, &path);
 		g_assert_cmpuint(cfg->warnings->len, ==, 0);
 		g_assert_cmpuint(cfg->ifaces->len, ==, 1);
@@ -211,7 +313,7 @@ static void test_keys(void)
 		g_assert_cmpstr(c->name, ==, "wg0");
 		g_assert_false(c->glob);
 		g_assert_cmpint(c->enforce, ==, -1);
-		assert_req_eq(&c->req, &t[i].want);
+		assert_req_eq(&c->req, &key_cases[i].want);
 	}
 }
 
@@ -230,6 +332,10 @@ static void test_all_keys(void)
 				   "wash = yes\n"
 				   "ack-filter = aggressive\n"
 				   "memlimit = 4m\n"
+				   "flow-isolation = dual-dsthost\n"
+				   "split-gso = no\n"
+				   "atm = ptm\n"
+				   "fwmark = 0xf\n"
 				   "enforce = no\n";
 	g_autofree char *path = NULL;
 	g_autoptr(config_t) cfg = load_text(text, &path);
@@ -244,7 +350,12 @@ static void test_all_keys(void)
 	g_assert_cmphex(c->req.opts.has, ==,
 			CAKE_HAS_OVERHEAD | CAKE_HAS_MPU | CAKE_HAS_RTT | CAKE_HAS_DIFFSERV |
 				CAKE_HAS_NAT | CAKE_HAS_WASH | CAKE_HAS_ACK_FILTER |
-				CAKE_HAS_MEMLIMIT);
+				CAKE_HAS_MEMLIMIT | CAKE_HAS_FLOW_MODE | CAKE_HAS_SPLIT_GSO |
+				CAKE_HAS_ATM | CAKE_HAS_FWMARK);
+	g_assert_cmpuint(c->req.opts.flow_mode, ==, CAKE_FM_DUAL_DSTHOST);
+	g_assert_false(c->req.opts.split_gso);
+	g_assert_cmpuint(c->req.opts.atm, ==, CAKE_ATMC_PTM);
+	g_assert_cmphex(c->req.opts.fwmark, ==, 0xf);
 	g_assert_cmpint(c->req.opts.overhead, ==, -64);
 	g_assert_cmpuint(c->req.opts.mpu, ==, 84);
 	g_assert_cmpuint(c->req.opts.rtt, ==, 50000);
@@ -333,6 +444,23 @@ static void test_bad_value(void)
 		{ "wash", "2" },
 		{ "ack-filter", "very" },
 		{ "ack-filter", "ack-filter-aggressive" },
+		{ "flow-isolation", "triple" },
+		{ "flow-isolation", "yes" },
+		{ "flow-isolation", "dual-dsthost nat" },
+		{ "split-gso", "split-gso" },
+		{ "split-gso", "maybe" },
+		{ "atm", "atm" },
+		{ "atm", "noatm" },
+		{ "atm", "adsl" },
+		{ "fwmark", "ff" },
+		{ "fwmark", "-1" },
+		{ "fwmark", "" },
+		{ "rtt", "earth" },
+		{ "rtt", "internet lan" },
+		{ "overhead", "none" },
+		{ "overhead", "ethernet" },
+		{ "link-overhead", "raw" },
+		{ "link-overhead", "vlan" },
 		{ "enforce", "perhaps" },
 	};
 
@@ -360,6 +488,39 @@ static void test_bad_value(void)
 		g_assert_null(strchr(warning(cfg, 0), '\n'));
 		assert_req_eq(req_of(cfg, "wg0"), req_of(want, "wg0"));
 		g_assert_cmpint(config_match(cfg, "wg0")->enforce, ==, -1);
+	}
+}
+
+/* A bad value's warning lists the choices, from the tables set parses with. */
+static void test_bad_value_choices(void)
+{
+	static const struct {
+		const char *line;
+		const char *says;
+	} t[] = {
+		{ "flow-isolation = triple",
+		  "flow-isolation = 'triple': not one of flowblind, srchost, dsthost, hosts, flows, "
+		  "dual-srchost, dual-dsthost, triple-isolate; skipped" },
+		{ "diffserv = diffserv5",
+		  "diffserv = 'diffserv5': not one of besteffort, diffserv3, diffserv4, diffserv8, "
+		  "precedence; skipped" },
+		{ "atm = adsl", "atm = 'adsl': not yes, no or ptm; skipped" },
+		{ "split-gso = maybe", "split-gso = 'maybe': not yes or no; skipped" },
+		{ "rtt = earth", "rtt = 'earth': rtt: 'earth' is not a time (e.g. 100ms) nor one of "
+				 "datacentre, lan, metro, regional, internet, oceanic, satellite, "
+				 "interplanetary; skipped" },
+		{ "link-overhead = vlan", "nor one of conservative, ethernet; skipped" },
+		{ "fwmark = ff", "fwmark = 'ff': fwmark: 'ff' is not a mask" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *text = g_strdup_printf("[interface wg0]\negress = 1mbit\n%s\n",
+							t[i].line);
+		g_autofree char *path = NULL;
+		g_autoptr(config_t) cfg = load_text(text, &path);
+
+		g_assert_cmpuint(cfg->warnings->len, ==, 1);
+		assert_has(warning(cfg, 0), t[i].says);
 	}
 }
 
@@ -772,6 +933,15 @@ static void test_conflict(void)
 		{ "[interface wg1]\negress = 5mbit\n"
 		  "[interface wg0]\negress = off\nnat = yes\n",
 		  3, "off sets none" },
+		{ "[interface wg1]\negress = 5mbit\n"
+		  "[interface wg0]\negress = 10mbit\noverhead = 60\nlink-overhead = ethernet\n",
+		  3, "ethernet only adds to overhead auto" },
+		{ "[interface wg1]\negress = 5mbit\n"
+		  "[interface wg0]\negress = 10mbit\nlink-overhead = 14\noverhead = raw\n",
+		  3, "raw counts no overhead" },
+		{ "[interface wg1]\negress = 5mbit\n"
+		  "[interface wg0]\negress = off\nflow-isolation = dual-dsthost\n",
+		  3, "off sets none" },
 	};
 
 	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
@@ -1072,13 +1242,283 @@ static void test_networks(void)
 	config_free(cfg);
 }
 
+/* Let the test change what is in dir (0755), or not (0555: safe whoever owns it). */
+static void writable(const char *dir, bool yes)
+{
+	g_assert_cmpint(g_chmod(dir, yes ? 0755 : 0555), ==, 0);
+}
+
+/* A folder below below with wgshape.conf and, when given, conf.d/10-a.conf; 0555. */
+static char *tree_at(const char *below, const char *confd_text)
+{
+	char *dir = dir_new(below);
+	g_autofree char *path = NULL, *confd = NULL, *in_confd = NULL;
+
+	g_assert_nonnull(dir);
+	path = main_path(dir);
+	g_assert_true(g_file_set_contents(path, "[interface wg0]\negress = 10mbit\n", -1, NULL));
+	g_assert_cmpint(g_chmod(path, 0444), ==, 0);
+	if (confd_text) {
+		confd = g_build_filename(dir, "conf.d", NULL);
+		in_confd = g_build_filename(confd, "10-a.conf", NULL);
+		g_assert_cmpint(g_mkdir(confd, 0755), ==, 0);
+		g_assert_true(g_file_set_contents(in_confd, confd_text, -1, NULL));
+		g_assert_cmpint(g_chmod(in_confd, 0444), ==, 0);
+		writable(confd, false);
+	}
+	writable(dir, false);
+	return dir;
+}
+
+static void assert_loads(const char *path)
+{
+	g_autofree char *why = NULL;
+	g_autoptr(config_t) cfg = NULL;
+
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+	g_assert_null(why);
+	g_assert_nonnull(cfg);
+}
+
+static void assert_refused(const char *path, int err, const char *bad, const char *says)
+{
+	g_autofree char *why = NULL;
+	struct config *cfg = NULL;
+
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, err);
+	g_assert_null(cfg);
+	g_assert_nonnull(why);
+	g_test_message("why: %s", why);
+	assert_has(why, bad);
+	assert_has(why, says);
+}
+
+/*
+ * The folders on the way count, resolved, up to / (as sshd's StrictModes):
+ * one that others can write, even sticky as /tmp, lets them swap what is
+ * below it between a check and a read. So are a link to a file there, a
+ * conf.d file that is one, and a conf.d that leads there.
+ */
+static void test_refuse_unsafe_path(void)
+{
+	static const struct {
+		const char *what;
+		mode_t mode;
+		bool other_group; /* group-writable by a group other than root's */
+		bool other_owner; /* owned by uid 1000, who may write it (root only) */
+		const char *says;
+	} t[] = {
+		{ "world-writable", 0777, .says = "writable by someone other than root" },
+		{ "sticky and world-writable, as /tmp", 01777, .says = "writable" },
+		{ "writable by others only", 0757, .says = "writable" },
+		{ "group-writable, not root's group", 0775, true, .says = "writable" },
+		{ "another user's", 0755, .other_owner = true, .says = "owned by uid 1000" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *outer = NULL, *dir = NULL, *path = NULL, *safe = NULL, *link = NULL;
+		g_autofree char *safe2 = NULL, *path2 = NULL, *confd2 = NULL, *in_confd2 = NULL;
+
+		g_test_message("%s", t[i].what);
+		if ((t[i].other_group && getegid() == 0 && geteuid() != 0) ||
+		    (t[i].other_owner && geteuid() != 0))
+			continue; /* cannot chown it so */
+		outer = dir_new(base);
+		dir = tree_at(outer, NULL);
+		path = main_path(dir);
+		safe = tree_at(base, NULL);
+		link = main_path(safe);
+		safe2 = tree_at(base, "[interface wg1]\n");
+		path2 = main_path(safe2);
+		confd2 = g_build_filename(safe2, "conf.d", NULL);
+		in_confd2 = g_build_filename(confd2, "10-a.conf", NULL);
+		assert_loads(path); /* outer as made (0755) */
+		g_assert_cmpint(g_chmod(outer, t[i].mode), ==, 0);
+		if (t[i].other_group && geteuid() == 0)
+			g_assert_cmpint(chown(outer, 0, 100), ==, 0);
+		if (t[i].other_owner)
+			g_assert_cmpint(chown(outer, 1000, 1000), ==, 0);
+		assert_refused(path, -EPERM, outer, t[i].says);
+		/* a link from a safe folder to it */
+		writable(safe, true);
+		g_assert_cmpint(g_remove(link), ==, 0);
+		g_assert_cmpint(symlink(path, link), ==, 0);
+		writable(safe, false);
+		assert_refused(link, -EPERM, outer, "anything below it");
+		assert_refused(link, -EPERM, outer, t[i].says);
+		/* a conf.d file that is a link to it, and a conf.d that is a link to its folder */
+		writable(confd2, true);
+		g_assert_cmpint(g_remove(in_confd2), ==, 0);
+		g_assert_cmpint(symlink(path, in_confd2), ==, 0);
+		writable(confd2, false);
+		assert_refused(path2, -EPERM, outer, t[i].says);
+		writable(safe2, true);
+		rm_rf(confd2);
+		g_assert_cmpint(symlink(dir, confd2), ==, 0);
+		writable(safe2, false);
+		assert_refused(path2, -EPERM, outer, t[i].says);
+		rm_rf(safe);
+		rm_rf(safe2);
+		rm_rf(outer);
+	}
+}
+
+/*
+ * Not a file to read, refused without waiting or reading on: a FIFO with no
+ * writer (opening it for reading would wait for one), as the main file or in
+ * conf.d; a link to a device; a file larger than any configuration.
+ */
+static void test_refuse_special(void)
+{
+	g_autofree char *dir = dir_new(base), *path = main_path(dir);
+	g_autofree char *dir2 = tree_at(base, "[interface wg1]\n"), *path2 = main_path(dir2);
+	g_autofree char *confd2 = g_build_filename(dir2, "conf.d", NULL);
+	g_autofree char *in_confd2 = g_build_filename(confd2, "10-a.conf", NULL);
+	int fd;
+
+	alarm(60); /* a hang fails the test rather than the run */
+	g_assert_cmpint(mkfifo(path, 0444), ==, 0);
+	writable(dir, false);
+	assert_refused(path, -EINVAL, path, "not a regular file");
+	writable(confd2, true);
+	g_assert_cmpint(g_remove(in_confd2), ==, 0);
+	g_assert_cmpint(mkfifo(in_confd2, 0444), ==, 0);
+	writable(confd2, false);
+	assert_refused(path2, -EINVAL, in_confd2, "not a regular file");
+	writable(dir, true);
+	g_assert_cmpint(g_remove(path), ==, 0);
+	g_assert_cmpint(symlink("/dev/zero", path), ==, 0);
+	writable(dir, false);
+	assert_refused(path, -EINVAL, path, "not a regular file");
+	writable(dir, true);
+	g_assert_cmpint(g_remove(path), ==, 0);
+	/* sparse: 64 MiB of nothing, twice the most a configuration may be */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0444);
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_cmpint(ftruncate(fd, (off_t)64 << 20), ==, 0);
+	close(fd);
+	writable(dir, false);
+	assert_refused(path, -EFBIG, path, "bytes");
+	alarm(0);
+	rm_rf(dir);
+	rm_rf(dir2);
+}
+
+/* One line of UTF-8 text, no control character in it, and not a whole file's worth. */
+static void assert_shown(const char *w)
+{
+	g_assert_true(g_utf8_validate(w, -1, NULL));
+	for (const char *p = w; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			g_error("'%s' holds byte 0x%02x", w, (unsigned char)*p);
+	g_assert_cmpuint(strlen(w), <, 1024);
+}
+
+/*
+ * What a warning quotes from a file is escaped (a control character or a
+ * byte that is not UTF-8 as \xNN) and cut short (64 characters, then ...):
+ * a terminal shows a warning as it is, and check-config -j carries it. A
+ * value that is not UTF-8 is told as such.
+ */
+static void test_warnings_shown(void)
+{
+	g_autofree char *big = g_strnfill(5 << 20, 'x'), *big_key = g_strnfill(1 << 20, 'k');
+	g_autofree char *text = g_strconcat("[interface wg0]\n"
+					    "egress = 10mbit\n"
+					    "rtt = \x1b]0;pwned\x07\n"
+					    "mpu = caf\xc3\xa9\n"
+					    "nat = \xff\xfe\n"
+					    "\x1b" "c = 1\n"
+					    "b\xff" "d = 1\n"
+					    "memlimit = ", big, "\n",
+					    big_key, " = 1\n"
+					    "[bad\xfe\xff]\n"
+					    "[network n\xff]\n"
+					    "connection-id = \xff\n"
+					    "ssid = \x9b\n"
+					    "[daemon]\n"
+					    "enforce = \xc3\n", NULL);
+	static const char *const want[] = {
+		":3: rtt = '\\x1b]0;pwned\\x07': ",
+		":4: mpu = 'caf\xc3\xa9': ",
+		":5: nat: the value is not UTF-8 text; skipped",
+		":6: unknown key '\\x1bc' (= '1')",
+		":7: unknown key 'b\\xffd' (= '1')",
+		":8: memlimit = 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...': ",
+		":9: unknown key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
+		"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...' (= '1')",
+		":10: unknown section [bad\\xfe\\xff]",
+		":12: connection-id: the value is not UTF-8 text; skipped",
+		":13: ssid: the value is not UTF-8 text; skipped",
+		":15: enforce: the value is not UTF-8 text; skipped",
+		":11: [network n\\xff]: no interface = TUNNEL; section skipped",
+	};
+	g_autofree char *path = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+
+	g_assert_cmpuint(cfg->warnings->len, ==, G_N_ELEMENTS(want));
+	for (guint i = 0; i < cfg->warnings->len; i++) {
+		g_autofree char *at = g_strconcat(path, want[i], NULL);
+
+		assert_shown(warning(cfg, i));
+		assert_has(warning(cfg, i), at);
+		g_assert_null(strstr(warning(cfg, i), "backslash"));
+	}
+	/* the other keys of the section still apply */
+	g_assert_cmpuint(req_of(cfg, "wg0")->egress_rate, ==, 10000000 / 8);
+}
+
+/*
+ * 100,000 sections, each found by its name in file order, one merged with a
+ * later header, and warnings deep in the file at their own lines. Counts
+ * only: bench/bench-config gives the times (this took minutes while finding
+ * a section and a line number went through everything before it).
+ */
+static void test_many_sections(void)
+{
+	enum { N = 100000 };
+	g_autoptr(GString) text = g_string_new(NULL);
+	g_autoptr(config_t) cfg = config_new();
+	g_autofree char *at_rtt = g_strdup_printf("big.conf:%u: rtt = 'soon'", 3 * N + 5);
+	g_autofree char *at_bogus = g_strdup_printf("big.conf:%u: unknown key 'bogus'", 3 * N + 3);
+
+	/* section i's header is on line 3i + 1 */
+	for (unsigned int i = 0; i < N; i++)
+		g_string_append_printf(text, "[interface wg%u]\negress = %ukbit\nnat = yes\n", i,
+				       1000 + i);
+	g_string_append(text, "[network n]\ninterface = wg1\nbogus = 1\n"
+			      "[interface wg0]\nrtt = soon\n");
+	g_assert_cmpint(config_parse_data(cfg, "big.conf", text->str, text->len), ==, 0);
+	dump_warnings(cfg);
+	g_assert_cmpuint(cfg->ifaces->len, ==, N);
+	g_assert_cmpuint(cfg->networks->len, ==, 1);
+	g_assert_cmpuint(cfg->warnings->len, ==, 2);
+	/* groups in the order first seen: [interface wg0] before [network n] */
+	assert_has(warning(cfg, 0), at_rtt);
+	assert_has(warning(cfg, 1), at_bogus);
+	for (unsigned int i = 0; i < N; i++) {
+		const struct conf_section *c = cfg->ifaces->pdata[i];
+		char name[16], where[32];
+
+		snprintf(name, sizeof(name), "wg%u", i);
+		snprintf(where, sizeof(where), "big.conf:%u", 3 * i + 1);
+		if (strcmp(c->name, name) || strcmp(c->where, where) || c->words->len != 3)
+			g_error("section %u: [interface %s] at %s, %u words", i, c->name, c->where,
+				c->words->len);
+	}
+	g_assert_true(config_match(cfg, "wg99999") == cfg->ifaces->pdata[N - 1]);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
+	base_find();
 	g_test_add_func("/config/keys", test_keys);
 	g_test_add_func("/config/all-keys", test_all_keys);
 	g_test_add_func("/config/enforce-and-daemon", test_enforce_and_daemon);
 	g_test_add_func("/config/bad-value", test_bad_value);
+	g_test_add_func("/config/bad-value-choices", test_bad_value_choices);
 	g_test_add_func("/config/bad-daemon-value", test_bad_daemon_value);
 	g_test_add_func("/config/escape-at-end", test_escape_at_end);
 	g_test_add_func("/config/unknown", test_unknown);
@@ -1095,5 +1535,9 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/missing", test_missing);
 	g_test_add_func("/config/not-regular", test_not_regular);
 	g_test_add_func("/config/networks", test_networks);
+	g_test_add_func("/config/many-sections", test_many_sections);
+	g_test_add_func("/config/refuse-unsafe-path", test_refuse_unsafe_path);
+	g_test_add_func("/config/refuse-special", test_refuse_special);
+	g_test_add_func("/config/warnings-shown", test_warnings_shown);
 	return g_test_run();
 }

@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config.h"
 #include "shape/cake.h"
+#include "shape/peers.h"
+#include "shape/units.h"
 #include "shape/words.h"
 #include "util/log.h"
+#include "util/text.h"
 #include "shape/state.h"
 #include "util/ifname.h"
 
 #define IFACE_PREFIX "interface "
 #define NETWORK_PREFIX "network "
+#define PEER_PREFIX "peer "
 
 static void conf_section_free(gpointer p)
 {
@@ -31,12 +38,24 @@ static void conf_section_free(gpointer p)
 	g_free(c);
 }
 
+static void conf_peer_free(gpointer ptr)
+{
+	struct conf_peer *p = ptr;
+
+	g_free(p->name);
+	g_free(p->where);
+	g_strfreev(p->ifaces);
+	g_ptr_array_unref(p->words);
+	g_free(p);
+}
+
 struct config *config_new(void)
 {
 	struct config *cfg = g_new0(struct config, 1);
 
 	cfg->ifaces = g_ptr_array_new_with_free_func(conf_section_free);
 	cfg->networks = g_ptr_array_new_with_free_func(conf_section_free);
+	cfg->peers = g_ptr_array_new_with_free_func(conf_peer_free);
 	cfg->warnings = g_ptr_array_new_with_free_func(g_free);
 	cfg->files = g_ptr_array_new_with_free_func(g_free);
 	cfg->enforce = true;
@@ -49,6 +68,9 @@ void config_free(struct config *cfg)
 		return;
 	g_ptr_array_unref(cfg->ifaces);
 	g_ptr_array_unref(cfg->networks);
+	g_ptr_array_unref(cfg->peers);
+	if (cfg->index)
+		g_hash_table_unref(cfg->index);
 	g_ptr_array_unref(cfg->warnings);
 	g_ptr_array_unref(cfg->files);
 	g_free(cfg);
@@ -57,53 +79,93 @@ void config_free(struct config *cfg)
 static void warn(struct config *cfg, const char *file, unsigned int line, const char *fmt, ...)
 	G_GNUC_PRINTF(4, 5);
 
+/*
+ * A warning goes to the log and into check-config's JSON: it quotes what
+ * the file says with TEXT_QUOTE (escaped, cut short), and whatever else it
+ * holds (a file name, a parser's reason) is escaped here.
+ */
 static void warn(struct config *cfg, const char *file, unsigned int line, const char *fmt, ...)
 {
-	g_autofree char *msg = NULL;
+	g_autofree char *msg = NULL, *all = NULL;
 	va_list ap;
 
 	va_start(ap, fmt);
 	msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
-	g_ptr_array_add(cfg->warnings, line ? g_strdup_printf("%s:%u: %s", file, line, msg)
-					    : g_strdup_printf("%s: %s", file, msg));
+	all = line ? g_strdup_printf("%s:%u: %s", file, line, msg)
+		   : g_strdup_printf("%s: %s", file, msg);
+	g_ptr_array_add(cfg->warnings, text_escape(all));
 }
 
 /*
- * GKeyFile keeps no line numbers: find them in the text. Returns the line of
- * the last "key =" in group, or of the group header when key is NULL; 0 if
- * not found.
+ * GKeyFile keeps no line numbers: they are found in the text, in one pass
+ * that reads lines as GKeyFile does (split at '\n', up to a NUL, blanks
+ * around, '#' comments). at maps "group" to the line of its first header and
+ * "group]key" to the line of the key's last assignment in that group (no
+ * group name holds a ']': GKeyFile refuses a file with one).
  */
-static unsigned int line_of(const char *data, size_t len, const char *group, const char *key)
+struct lines {
+	GHashTable *at;
+	GStringChunk *names; /* at's keys: one allocation for many */
+};
+
+static void lines_scan(struct lines *lines, const char *data, size_t len)
 {
-	g_autofree char *text = g_strndup(data, len);
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-	unsigned int found = 0;
-	bool in_group = false;
+	g_autoptr(GString) group = g_string_new(NULL); /* the name, then "]key" while needed */
+	const char *next = data, *end = data + len;
+	size_t glen = 0; /* 0: before the first group */
 
-	for (unsigned int i = 0; lines[i]; i++) {
-		g_autofree char *l = g_strstrip(g_strdup(lines[i]));
-		size_t n = strlen(l);
+	for (unsigned int no = 1; next < end; no++) {
+		const char *l = next, *e = memchr(l, '\n', (size_t)(end - l)), *mark;
 
-		if (l[0] == '[' && n >= 2 && l[n - 1] == ']') {
-			in_group = n - 2 == strlen(group) && !strncmp(l + 1, group, n - 2);
-			if (in_group && !key)
-				return i + 1;
+		next = e ? e + 1 : end;
+		e = e ? e : end;
+		mark = memchr(l, '\0', (size_t)(e - l));
+		e = mark ? mark : e;
+		while (l < e && g_ascii_isspace(*l))
+			l++;
+		if (l < e && *l == '[') {
+			mark = memchr(l, ']', (size_t)(e - l));
+			if (!mark)
+				continue;
+			g_string_append_len(g_string_truncate(group, 0), l + 1, mark - l - 1);
+			glen = group->len;
+			if (!g_hash_table_contains(lines->at, group->str))
+				g_hash_table_insert(lines->at,
+						    g_string_chunk_insert(lines->names, group->str),
+						    GUINT_TO_POINTER(no));
 			continue;
 		}
 		/* GKeyFile's only comment is '#': "; x = 1" is a key named "; x" */
-		if (!in_group || !key || l[0] == '#')
+		mark = l < e && *l != '#' ? memchr(l, '=', (size_t)(e - l)) : NULL;
+		if (!glen || !mark || mark == l)
 			continue;
-		if (!strncmp(l, key, strlen(key))) {
-			const char *p = l + strlen(key);
-
-			while (*p == ' ' || *p == '\t')
-				p++;
-			if (*p == '=')
-				found = i + 1;
-		}
+		while (mark > l && g_ascii_isspace(mark[-1]))
+			mark--;
+		g_string_append_c(g_string_truncate(group, glen), ']');
+		g_string_append_len(group, l, mark - l);
+		g_hash_table_insert(lines->at, g_string_chunk_insert(lines->names, group->str),
+				    GUINT_TO_POINTER(no));
 	}
-	return found;
+}
+
+/* The line of the last "key =" in group, or of its header when key is NULL; 0: not found. */
+static unsigned int line_of(struct lines *lines, const char *group, const char *key)
+{
+	g_autofree char *big = NULL;
+	char buf[128], *s = buf;
+	size_t g, k;
+
+	if (!key)
+		return GPOINTER_TO_UINT(g_hash_table_lookup(lines->at, group));
+	g = strlen(group);
+	k = strlen(key);
+	if (g + k + 2 > sizeof(buf))
+		s = big = g_malloc(g + k + 2);
+	memcpy(s, group, g);
+	s[g] = ']';
+	memcpy(s + g + 1, key, k + 1);
+	return GPOINTER_TO_UINT(g_hash_table_lookup(lines->at, s));
 }
 
 /* yes/no as GKeyFile's booleans and systemd's: yes, no, true, false, on, off, 1, 0. */
@@ -127,14 +189,25 @@ static int parse_bool(const char *v, bool *out)
 
 /*
  * GKeyFile lists a key once per time it is written in one group (with the
- * last value each time): look at each key once.
+ * last value each time): the group's keys, each once, in order first seen.
  */
-static bool seen_before(char **keys, size_t i)
+static char **keys_once(GKeyFile *kf, const char *group)
 {
-	for (size_t j = 0; j < i; j++)
-		if (!strcmp(keys[j], keys[i]))
-			return true;
-	return false;
+	gsize n = 0, kept = 0;
+	char **keys = g_key_file_get_keys(kf, group, &n, NULL);
+	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+
+	for (gsize i = 0; i < n; i++) {
+		if (g_hash_table_contains(seen, keys[i])) {
+			g_free(keys[i]);
+			continue;
+		}
+		g_hash_table_add(seen, keys[i]);
+		keys[kept++] = keys[i];
+	}
+	if (keys)
+		keys[kept] = NULL;
+	return keys;
 }
 
 /*
@@ -153,6 +226,21 @@ static bool escape_at_end(GKeyFile *kf, const char *group, const char *key)
 	return k % 2;
 }
 
+/* Why GKeyFile gives no value (get_value's NULL, a list's): for the warning. */
+static const char *unreadable(GKeyFile *kf, const char *group, const char *key)
+{
+	g_autofree char *raw = g_key_file_get_value(kf, group, key, NULL);
+
+	if (!raw)
+		return "no value";
+	if (!g_utf8_validate(raw, -1, NULL))
+		return "the value is not UTF-8 text";
+	if (escape_at_end(kf, group, key))
+		return "the value ends in a lone backslash (\\\\ is one backslash)";
+	return "the value holds an escape GLib does not know (\\s, \\t, \\n, \\r, \\\\ and, "
+	       "in a list, \\; are known)";
+}
+
 /* GKeyFile keeps trailing blanks in a value; an editor does not show them. */
 static char *get_value(GKeyFile *kf, const char *group, const char *key)
 {
@@ -166,16 +254,17 @@ static char *get_value(GKeyFile *kf, const char *group, const char *key)
 
 enum key_kind {
 	KEY_WORD_VALUE, /* "key value" as set's words */
-	KEY_VALUE_IS_WORD, /* the value alone is set's word (diffserv = diffserv4) */
-	KEY_BOOL_WORDS, /* yes/no -> one of two words */
-	KEY_ACK, /* no/yes/aggressive */
+	KEY_FAMILY, /* the value alone is set's word, one of a family (diffserv = diffserv4) */
+	KEY_BOOL_WORDS, /* yes/no (or one more value) -> one word of a family */
 	KEY_ENFORCE,
 };
 
 static const struct {
 	const char *key;
 	enum key_kind kind;
-	const char *yes, *no; /* KEY_BOOL_WORDS */
+	enum cake_family family; /* KEY_FAMILY, KEY_BOOL_WORDS */
+	const char *more; /* KEY_BOOL_WORDS: a value besides yes and no ... */
+	uint32_t more_value; /* ... and the family's value it stands for */
 } iface_keys[] = {
 	{ "egress", KEY_WORD_VALUE },
 	{ "ingress", KEY_WORD_VALUE },
@@ -184,10 +273,14 @@ static const struct {
 	{ "mpu", KEY_WORD_VALUE },
 	{ "rtt", KEY_WORD_VALUE },
 	{ "memlimit", KEY_WORD_VALUE },
-	{ "diffserv", KEY_VALUE_IS_WORD },
-	{ "nat", KEY_BOOL_WORDS, "nat", "nonat" },
-	{ "wash", KEY_BOOL_WORDS, "wash", "nowash" },
-	{ "ack-filter", KEY_ACK },
+	{ "fwmark", KEY_WORD_VALUE },
+	{ "diffserv", KEY_FAMILY, CAKE_WORDS_DIFFSERV },
+	{ "flow-isolation", KEY_FAMILY, CAKE_WORDS_FLOW },
+	{ "nat", KEY_BOOL_WORDS, CAKE_WORDS_NAT },
+	{ "wash", KEY_BOOL_WORDS, CAKE_WORDS_WASH },
+	{ "split-gso", KEY_BOOL_WORDS, CAKE_WORDS_SPLIT_GSO },
+	{ "ack-filter", KEY_BOOL_WORDS, CAKE_WORDS_ACK, "aggressive", CAKE_ACKF_AGGRESSIVE },
+	{ "atm", KEY_BOOL_WORDS, CAKE_WORDS_ATM, "ptm", CAKE_ATMC_PTM },
 	{ "enforce", KEY_ENFORCE },
 };
 
@@ -195,6 +288,8 @@ static const struct {
 static int key_words(size_t k, const char *v, const char *words[2], int *n, char *err,
 		     size_t errlen)
 {
+	enum cake_family f = iface_keys[k].family;
+	char names[160];
 	bool b;
 
 	*n = 0;
@@ -204,30 +299,24 @@ static int key_words(size_t k, const char *v, const char *words[2], int *n, char
 		words[1] = v;
 		*n = 2;
 		break;
-	case KEY_VALUE_IS_WORD:
-		if (cake_diffserv_from_name(v) < 0) {
-			char names[96];
-
+	case KEY_FAMILY:
+		if (cake_word_value(f, v) < 0) {
 			snprintf(err, errlen, "not one of %s",
-				 cake_diffserv_choices(", ", names, sizeof(names)));
+				 cake_word_choices(f, ", ", names, sizeof(names)));
 			return -EINVAL;
 		}
 		words[(*n)++] = v;
 		break;
 	case KEY_BOOL_WORDS:
-		if (parse_bool(v, &b) < 0) {
-			snprintf(err, errlen, "not yes or no");
+		if (iface_keys[k].more && !strcmp(v, iface_keys[k].more)) {
+			words[(*n)++] = cake_word(f, iface_keys[k].more_value);
+		} else if (parse_bool(v, &b) == 0) {
+			words[(*n)++] = cake_word(f, b);
+		} else if (iface_keys[k].more) {
+			snprintf(err, errlen, "not yes, no or %s", iface_keys[k].more);
 			return -EINVAL;
-		}
-		words[(*n)++] = b ? iface_keys[k].yes : iface_keys[k].no;
-		break;
-	case KEY_ACK:
-		if (!strcmp(v, "aggressive"))
-			words[(*n)++] = "ack-filter-aggressive";
-		else if (parse_bool(v, &b) == 0)
-			words[(*n)++] = b ? "ack-filter" : "no-ack-filter";
-		else {
-			snprintf(err, errlen, "not yes, no or aggressive");
+		} else {
+			snprintf(err, errlen, "not yes or no");
 			return -EINVAL;
 		}
 		break;
@@ -237,16 +326,50 @@ static int key_words(size_t k, const char *v, const char *words[2], int *n, char
 	return 0;
 }
 
-static struct conf_section *section_get(GPtrArray *arr, const char *name, const char *where,
+static void index_add(GHashTable *index, const char *prefix, const char *name, void *section)
+{
+	g_hash_table_insert(index, g_strconcat(prefix, name, NULL), section);
+}
+
+/*
+ * The sections by group name ("interface wg0", "peer laptop"), beside the
+ * arrays that keep their order: a file of many sections reads in linear
+ * time. Made from the arrays when first needed; finish_sections drops it.
+ */
+static GHashTable *section_index(struct config *cfg)
+{
+	if (cfg->index)
+		return cfg->index;
+	cfg->index = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	for (guint i = 0; i < cfg->ifaces->len; i++)
+		index_add(cfg->index, IFACE_PREFIX,
+			  ((struct conf_section *)cfg->ifaces->pdata[i])->name,
+			  cfg->ifaces->pdata[i]);
+	for (guint i = 0; i < cfg->networks->len; i++)
+		index_add(cfg->index, NETWORK_PREFIX,
+			  ((struct conf_section *)cfg->networks->pdata[i])->name,
+			  cfg->networks->pdata[i]);
+	for (guint i = 0; i < cfg->peers->len; i++)
+		index_add(cfg->index, PEER_PREFIX, ((struct conf_peer *)cfg->peers->pdata[i])->name,
+			  cfg->peers->pdata[i]);
+	return cfg->index;
+}
+
+static void *section_find(struct config *cfg, const char *prefix, const char *name)
+{
+	g_autofree char *group = g_strconcat(prefix, name, NULL);
+
+	return g_hash_table_lookup(section_index(cfg), group);
+}
+
+static struct conf_section *section_get(struct config *cfg, const char *name, const char *where,
 				      bool network)
 {
-	struct conf_section *c;
+	const char *prefix = network ? NETWORK_PREFIX : IFACE_PREFIX;
+	struct conf_section *c = section_find(cfg, prefix, name);
 
-	for (guint i = 0; i < arr->len; i++) {
-		c = arr->pdata[i];
-		if (!strcmp(c->name, name))
-			return c;
-	}
+	if (c)
+		return c;
 	c = g_new0(struct conf_section, 1);
 	c->name = g_strdup(name);
 	c->glob = !network && strpbrk(name, "*?") != NULL;
@@ -255,7 +378,8 @@ static struct conf_section *section_get(GPtrArray *arr, const char *name, const 
 	c->where = g_strdup(where);
 	c->words = g_ptr_array_new_with_free_func(g_free);
 	c->enforce = -1;
-	g_ptr_array_add(arr, c);
+	g_ptr_array_add(network ? cfg->networks : cfg->ifaces, c);
+	index_add(cfg->index, prefix, name, c);
 	return c;
 }
 
@@ -285,20 +409,18 @@ static bool parse_network_key(struct config *cfg, struct conf_section *c, GKeyFi
 	if (k == G_N_ELEMENTS(network_keys))
 		return false;
 	/* a;b is a list, any of which matches (GKeyFile's list syntax: \; for a ';') */
-	if (escape_at_end(kf, group, key)) {
-		warn(cfg, file, line, "%s: ends in a lone backslash; skipped", key);
-		return true;
-	}
-	values = g_key_file_get_string_list(kf, group, key, NULL, NULL);
+	values = escape_at_end(kf, group, key) ? NULL :
+		 g_key_file_get_string_list(kf, group, key, NULL, NULL);
 	if (!values || !values[0]) {
-		warn(cfg, file, line, "%s: no value; skipped", key);
+		warn(cfg, file, line, "%s: %s; skipped", key,
+		     values ? "no value" : unreadable(kf, group, key));
 		return true;
 	}
 	for (char **v = values; *v; v++) {
 		g_strstrip(*v);
 		if (!strcmp(key, "interface") && !ifname_is_valid(*v) && !strpbrk(*v, "*?")) {
 			warn(cfg, file, line, "interface = '%s': not an interface name or glob; "
-			     "skipped", *v);
+			     "skipped", TEXT_QUOTE(*v));
 			return true;
 		}
 	}
@@ -309,26 +431,27 @@ static bool parse_network_key(struct config *cfg, struct conf_section *c, GKeyFi
 }
 
 static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file,
-			      const char *data, size_t len, const char *group)
+			      struct lines *lines, const char *group)
 {
 	bool network = g_str_has_prefix(group, NETWORK_PREFIX);
 	const char *name = group + strlen(network ? NETWORK_PREFIX : IFACE_PREFIX);
-	g_autofree char *where = g_strdup_printf("%s:%u", file, line_of(data, len, group, NULL));
-	g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
+	g_autofree char *where = g_strdup_printf("%s:%u", file, line_of(lines, group, NULL));
+	g_auto(GStrv) keys = keys_once(kf, group);
 	struct conf_section *c;
 	char err[256];
 
 	if (!network && !ifname_is_valid(name) && !strpbrk(name, "*?")) {
-		warn(cfg, file, line_of(data, len, group, NULL),
-		     "[%s]: '%s' is not an interface name or glob; section skipped", group, name);
+		warn(cfg, file, line_of(lines, group, NULL),
+		     "[%s]: '%s' is not an interface name or glob; section skipped",
+		     TEXT_QUOTE(group), TEXT_QUOTE(name));
 		return;
 	}
 	if (network && !*name) {
-		warn(cfg, file, line_of(data, len, group, NULL), "[%s]: a profile needs a name; "
-		     "section skipped", group);
+		warn(cfg, file, line_of(lines, group, NULL), "[%s]: a profile needs a name; "
+		     "section skipped", TEXT_QUOTE(group));
 		return;
 	}
-	c = section_get(network ? cfg->networks : cfg->ifaces, name, where, network);
+	c = section_get(cfg, name, where, network);
 	for (size_t i = 0; keys && keys[i]; i++) {
 		unsigned int line;
 		g_autofree char *v = NULL;
@@ -337,9 +460,7 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 		size_t k;
 		int n;
 
-		if (seen_before(keys, i))
-			continue;
-		line = line_of(data, len, group, keys[i]);
+		line = line_of(lines, group, keys[i]);
 		if (network && parse_network_key(cfg, c, kf, group, keys[i], file, line))
 			continue;
 		v = get_value(kf, group, keys[i]);
@@ -347,27 +468,29 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 			if (!strcmp(keys[i], iface_keys[k].key))
 				break;
 		if (k == G_N_ELEMENTS(iface_keys)) {
-			warn(cfg, file, line, "unknown key '%s' (= '%s') in [%s]; skipped", keys[i],
-			     v ? v : "", group);
+			warn(cfg, file, line, "unknown key '%s' (= '%s') in [%s]; skipped",
+			     TEXT_QUOTE(keys[i]), TEXT_QUOTE(v), TEXT_QUOTE(group));
 			continue;
 		}
 		if (!v) {
-			warn(cfg, file, line, "%s: unreadable value (a lone backslash at its end, "
-			     "or an escape GLib does not know); skipped", keys[i]);
+			warn(cfg, file, line, "%s: %s; skipped", keys[i],
+			     unreadable(kf, group, keys[i]));
 			continue;
 		}
 		if (iface_keys[k].kind == KEY_ENFORCE) {
 			bool b;
 
 			if (parse_bool(v, &b) < 0)
-				warn(cfg, file, line, "enforce = '%s': not yes or no; skipped", v);
+				warn(cfg, file, line, "enforce = '%s': not yes or no; skipped",
+				     TEXT_QUOTE(v));
 			else
 				c->enforce = b;
 			continue;
 		}
 		if (key_words(k, v, words, &n, err, sizeof(err)) < 0 ||
 		    shape_words_parse(n, (char **)words, &probe, err, sizeof(err)) < 0) {
-			warn(cfg, file, line, "%s = '%s': %s; skipped", keys[i], v, err);
+			warn(cfg, file, line, "%s = '%s': %s; skipped", keys[i], TEXT_QUOTE(v),
+			     err);
 			continue;
 		}
 		for (int w = 0; w < n; w++)
@@ -376,90 +499,254 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 }
 
 static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *file,
-			       const char *data, size_t len, const char *group)
+			       struct lines *lines, const char *group)
 {
-	g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
+	g_auto(GStrv) keys = keys_once(kf, group);
 
 	for (size_t i = 0; keys && keys[i]; i++) {
 		unsigned int line;
 		g_autofree char *v = NULL;
 		bool *dst = NULL, b;
 
-		if (seen_before(keys, i))
-			continue;
-		line = line_of(data, len, group, keys[i]);
+		line = line_of(lines, group, keys[i]);
 		v = get_value(kf, group, keys[i]);
 		if (!strcmp(keys[i], "enforce"))
 			dst = &cfg->enforce;
 		else if (!strcmp(keys[i], "clear-on-exit"))
 			dst = &cfg->clear_on_exit;
 		if (!dst) {
-			warn(cfg, file, line, "unknown key '%s' (= '%s') in [daemon]; skipped", keys[i],
-			     v ? v : "");
+			warn(cfg, file, line, "unknown key '%s' (= '%s') in [daemon]; skipped",
+			     TEXT_QUOTE(keys[i]), TEXT_QUOTE(v));
 			continue;
 		}
-		if (!v || parse_bool(v, &b) < 0) {
+		if (!v) {
+			warn(cfg, file, line, "%s: %s; skipped", keys[i],
+			     unreadable(kf, group, keys[i]));
+			continue;
+		}
+		if (parse_bool(v, &b) < 0) {
 			warn(cfg, file, line, "%s = '%s': not yes or no; skipped", keys[i],
-			     v ? v : "");
+			     TEXT_QUOTE(v));
 			continue;
 		}
 		*dst = b;
 	}
 }
 
+static struct conf_peer *peer_get(struct config *cfg, const char *name, const char *where)
+{
+	struct conf_peer *p = section_find(cfg, PEER_PREFIX, name);
+
+	if (p)
+		return p;
+	p = g_new0(struct conf_peer, 1);
+	p->name = g_strdup(name);
+	p->where = g_strdup(where);
+	p->words = g_ptr_array_new_with_free_func(g_free);
+	g_ptr_array_add(cfg->peers, p);
+	index_add(cfg->index, PEER_PREFIX, name, p);
+	return p;
+}
+
+/* A [peer] key that is not a cake option: public-key, interface, download. */
+static bool parse_peer_own_key(struct config *cfg, struct conf_peer *p, GKeyFile *kf,
+			       const char *group, const char *key, const char *v,
+			       const char *file, unsigned int line)
+{
+	g_auto(GStrv) globs = NULL;
+
+	if (!strcmp(key, "public-key")) {
+		if (wg_key_from_base64(v, p->key) < 0)
+			warn(cfg, file, line, "public-key = '%s': not a WireGuard key (44 characters "
+			     "of base64, as wg shows it); skipped", TEXT_QUOTE(v));
+		else
+			p->has_key = true;
+	} else if (!strcmp(key, "download")) {
+		if (parse_rate(v, &p->download) < 0 || !p->download)
+			warn(cfg, file, line, "download = '%s': not a rate (e.g. 20mbit); skipped",
+			     TEXT_QUOTE(v));
+	} else if (!strcmp(key, "interface")) {
+		globs = g_key_file_get_string_list(kf, group, key, NULL, NULL);
+		for (char **g = globs; g && *g; g++) {
+			g_strstrip(*g);
+			if (!ifname_is_valid(*g) && !strpbrk(*g, "*?")) {
+				warn(cfg, file, line, "interface = '%s': not an interface name or "
+				     "glob; skipped", TEXT_QUOTE(*g));
+				return true;
+			}
+		}
+		g_strfreev(p->ifaces);
+		p->ifaces = g_steal_pointer(&globs);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* Keys of [interface] that are the interface's alone, not a peer's cake. */
+static bool interface_only(const char *key)
+{
+	static const char *const keys[] = { "egress", "ingress", "overhead", "link-overhead",
+					    "enforce" };
+
+	for (size_t i = 0; i < G_N_ELEMENTS(keys); i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
+static void parse_peer_group(struct config *cfg, GKeyFile *kf, const char *file,
+			     struct lines *lines, const char *group)
+{
+	const char *name = group + strlen(PEER_PREFIX);
+	g_autofree char *where = g_strdup_printf("%s:%u", file, line_of(lines, group, NULL));
+	g_auto(GStrv) keys = keys_once(kf, group);
+	struct conf_peer *p = peer_get(cfg, name, where);
+	char err[256];
+
+	for (size_t i = 0; keys && keys[i]; i++) {
+		unsigned int line = line_of(lines, group, keys[i]);
+		g_autofree char *v = NULL;
+		const char *words[2];
+		struct shape_request probe;
+		size_t k;
+		int n;
+
+		v = get_value(kf, group, keys[i]);
+		if (!v) {
+			warn(cfg, file, line, "%s: %s; skipped", TEXT_QUOTE(keys[i]),
+			     unreadable(kf, group, keys[i]));
+			continue;
+		}
+		if (parse_peer_own_key(cfg, p, kf, group, keys[i], v, file, line))
+			continue;
+		for (k = 0; k < G_N_ELEMENTS(iface_keys); k++)
+			if (!strcmp(keys[i], iface_keys[k].key))
+				break;
+		if (k == G_N_ELEMENTS(iface_keys) || interface_only(keys[i])) {
+			warn(cfg, file, line, "unknown key '%s' (= '%s') in [%s]; skipped (a peer has "
+			     "public-key, interface, download and cake's options)",
+			     TEXT_QUOTE(keys[i]), TEXT_QUOTE(v), TEXT_QUOTE(group));
+			continue;
+		}
+		if (key_words(k, v, words, &n, err, sizeof(err)) < 0 ||
+		    shape_words_parse(n, (char **)words, &probe, err, sizeof(err)) < 0) {
+			warn(cfg, file, line, "%s = '%s': %s; skipped", keys[i], TEXT_QUOTE(v),
+			     err);
+			continue;
+		}
+		for (int w = 0; w < n; w++)
+			g_ptr_array_add(p->words, g_strdup(words[w]));
+	}
+}
+
+/*
+ * Remove the elements marked in drop, the others keeping their order: one
+ * pass, where removing them one by one would be quadratic.
+ */
+static void remove_marked(GPtrArray *arr, const bool *drop)
+{
+	g_autoptr(GPtrArray) gone = g_ptr_array_new();
+	guint kept = 0;
+
+	for (guint i = 0; i < arr->len; i++) {
+		if (drop[i])
+			g_ptr_array_add(gone, arr->pdata[i]);
+		else
+			arr->pdata[kept++] = arr->pdata[i];
+	}
+	if (gone->len) {
+		memcpy(arr->pdata + kept, gone->pdata, gone->len * sizeof(gpointer));
+		g_ptr_array_remove_range(arr, kept, gone->len); /* frees them */
+	}
+}
+
+/* After all files: a peer needs its key and a rate; its options parse as one line. */
+static void finish_peers(struct config *cfg)
+{
+	g_autoptr(GHashTable) keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_autofree bool *drop = g_new0(bool, cfg->peers->len + 1);
+
+	for (guint i = 0; i < cfg->peers->len; i++) {
+		struct conf_peer *p = cfg->peers->pdata[i];
+		const char *missing = !p->has_key ? "no public-key = KEY" :
+				      !p->download ? "no download = RATE" : NULL;
+
+		if (!missing && !g_hash_table_add(keys, g_base64_encode(p->key, sizeof(p->key))))
+			missing = "the same public-key as another [peer]";
+		if (!missing)
+			continue;
+		warn(cfg, p->where, 0, "[peer %s]: %s; section skipped", TEXT_QUOTE(p->name),
+		     missing);
+		drop[i] = true;
+	}
+	remove_marked(cfg->peers, drop);
+}
+
 /* After all files: each section's words, parsed as one `set` line. */
 static void finish_array(struct config *cfg, GPtrArray *arr)
 {
+	g_autofree bool *drop = g_new0(bool, arr->len + 1);
+
 	for (guint i = 0; i < arr->len; i++) {
 		struct conf_section *c = arr->pdata[i];
 		char err[256];
 
 		if (shape_words_parse((int)c->words->len, (char **)c->words->pdata, &c->req, err,
 				   sizeof(err)) < 0) {
-			g_ptr_array_add(cfg->warnings,
-					g_strdup_printf("%s: [%s %s]: %s; section skipped", c->where,
-							c->network ? "network" : "interface",
-							c->name, err));
-			g_ptr_array_remove_index(arr, i--);
+			warn(cfg, c->where, 0, "[%s %s]: %s; section skipped",
+			     c->network ? "network" : "interface", TEXT_QUOTE(c->name), err);
+			drop[i] = true;
 		} else if (c->network && !c->net.tunnels) {
-			g_ptr_array_add(cfg->warnings,
-					g_strdup_printf("%s: [network %s]: no interface = TUNNEL; "
-							"section skipped", c->where, c->name));
-			g_ptr_array_remove_index(arr, i--);
+			warn(cfg, c->where, 0, "[network %s]: no interface = TUNNEL; "
+			     "section skipped", TEXT_QUOTE(c->name));
+			drop[i] = true;
 		}
 	}
+	remove_marked(arr, drop);
 }
 
 /* After all files: each section's words, parsed as one `set` line. */
 static void finish_sections(struct config *cfg)
 {
+	g_clear_pointer(&cfg->index, g_hash_table_unref);
 	finish_array(cfg, cfg->ifaces);
 	finish_array(cfg, cfg->networks);
+	finish_peers(cfg);
 }
 
 int config_parse_data(struct config *cfg, const char *file, const char *data, size_t len)
 {
 	g_autoptr(GKeyFile) kf = g_key_file_new();
 	g_autoptr(GError) err = NULL;
+	g_autoptr(GHashTable) at = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GStringChunk) names = g_string_chunk_new(4096);
+	struct lines lines = { .at = at, .names = names };
 	g_auto(GStrv) groups = NULL;
 
 	if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &err)) {
-		warn(cfg, file, 0, "not an INI file (%s); file skipped", err->message);
+		char says[160 * 8 + 4]; /* GLib's message quotes the line it stopped at */
+
+		warn(cfg, file, 0, "not an INI file (%s); file skipped",
+		     text_quote(says, sizeof(says), err->message, 160));
 		return -EBADMSG;
 	}
 	g_ptr_array_add(cfg->files, g_strdup(file));
+	lines_scan(&lines, data, len);
 	groups = g_key_file_get_groups(kf, NULL);
 	for (size_t i = 0; groups[i]; i++) {
 		if (g_str_has_prefix(groups[i], IFACE_PREFIX) ||
 		    g_str_has_prefix(groups[i], NETWORK_PREFIX))
-			parse_iface_group(cfg, kf, file, data, len, groups[i]);
+			parse_iface_group(cfg, kf, file, &lines, groups[i]);
 		else if (!strcmp(groups[i], "daemon"))
-			parse_daemon_group(cfg, kf, file, data, len, groups[i]);
+			parse_daemon_group(cfg, kf, file, &lines, groups[i]);
+		else if (g_str_has_prefix(groups[i], PEER_PREFIX))
+			parse_peer_group(cfg, kf, file, &lines, groups[i]);
 		else
-			warn(cfg, file, line_of(data, len, groups[i], NULL),
+			warn(cfg, file, line_of(&lines, groups[i], NULL),
 			     "unknown section [%s]; skipped (sections: [interface NAME], [network NAME], "
-			     "[daemon])",
-			     groups[i]);
+			     "[peer NAME], [daemon])",
+			     TEXT_QUOTE(groups[i]));
 	}
 	return 0;
 }
@@ -475,34 +762,159 @@ bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode)
 	return true;
 }
 
-static int check_safe(const char *path, bool is_dir, char **why)
+/* Far more than any configuration: a file past this is refused, not read into memory. */
+#define CONFIG_MAX_BYTES (32 << 20)
+
+static int errno_why(const char *path, char **why)
 {
-	struct stat st;
+	int r = -errno;
 
-	if (stat(path, &st) < 0) {
-		int r = -errno;
+	*why = g_strdup_printf("%s: %s", path, g_strerror(-r));
+	return r;
+}
 
-		*why = g_strdup_printf("%s: %s", path, g_strerror(-r));
-		return r;
-	}
-	if (is_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+/*
+ * Is path (st) fit to take orders from: a folder or a regular file as
+ * expected, owned by root or the caller (an owner can chmod at will) and
+ * writable by nobody else (config_mode_safe)? above: a folder further up
+ * the way to the file, which its owner may write (as sshd's StrictModes
+ * allows: a user's home is).
+ */
+static int stat_safe(const struct stat *st, const char *path, bool is_dir, bool above, char **why)
+{
+	const char *from = above ? "anything below it" : "it";
+	mode_t mode = above ? st->st_mode & ~(mode_t)S_IWUSR : st->st_mode;
+
+	if (is_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode)) {
 		*why = g_strdup_printf("%s: not a %s", path, is_dir ? "folder" : "regular file");
 		return -EINVAL;
 	}
-	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		/* Its owner can chmod it at will, whatever the mode says now. */
+	if (st->st_uid != 0 && st->st_uid != geteuid()) {
 		*why = g_strdup_printf("%s: owned by uid %u, who could change it at will; refusing "
-				       "to take orders from it (chown root)",
-				       path, (unsigned int)st.st_uid);
+				       "to take orders from %s (chown root)",
+				       path, (unsigned int)st->st_uid, from);
 		return -EPERM;
 	}
-	if (!config_mode_safe(st.st_uid, st.st_gid, st.st_mode)) {
+	if (!config_mode_safe(st->st_uid, st->st_gid, mode)) {
 		*why = g_strdup_printf("%s: writable by someone other than root (owner %u, group "
-				       "%u, mode %04o); refusing to take orders from it",
-				       path, (unsigned int)st.st_uid, (unsigned int)st.st_gid,
-				       (unsigned int)(st.st_mode & 07777));
+				       "%u, mode %04o); refusing to take orders from %s",
+				       path, (unsigned int)st->st_uid, (unsigned int)st->st_gid,
+				       (unsigned int)(st->st_mode & 07777), from);
 		return -EPERM;
 	}
+	if (!is_dir && st->st_size > CONFIG_MAX_BYTES) {
+		*why = g_strdup_printf("%s: %jd bytes, more than a configuration needs (at most %d "
+				       "MiB); refusing it", path, (intmax_t)st->st_size,
+				       CONFIG_MAX_BYTES >> 20);
+		return -EFBIG;
+	}
+	return 0;
+}
+
+/*
+ * The folder holding a file, and every folder above it, resolved, up to /:
+ * whoever can write one of them can swap what is below it between a check
+ * and a read (a sticky /tmp is no exception). checked: the folders found
+ * safe, 2 as a file's own folder, 1 further up; each is looked at once.
+ */
+static int dirs_safe(const char *dir, GHashTable *checked, char **why)
+{
+	g_autofree char *real = realpath(dir, NULL);
+	int need = 2, r;
+	struct stat st;
+
+	if (!real)
+		return errno_why(dir, why);
+	while (GPOINTER_TO_INT(g_hash_table_lookup(checked, real)) < need) {
+		char *slash = strrchr(real, '/');
+
+		if (stat(real, &st) < 0)
+			return errno_why(real, why);
+		r = stat_safe(&st, real, true, need == 1, why);
+		if (r < 0)
+			return r;
+		g_hash_table_insert(checked, g_strdup(real), GINT_TO_POINTER(need));
+		if (!slash || !strcmp(real, "/"))
+			break;
+		slash[slash == real] = '\0'; /* "/etc/x" -> "/etc", "/etc" -> "/" */
+		need = 1;
+	}
+	return 0;
+}
+
+/*
+ * The open fd, which path names: fit to take orders from (stat_safe), and
+ * so is every folder on its resolved path; and that path still leads to it.
+ */
+static int check_open(int fd, const char *path, bool is_dir, GHashTable *checked, struct stat *st,
+		      char **why)
+{
+	g_autofree char *real = NULL, *parent = NULL;
+	struct stat at;
+	int r;
+
+	if (fstat(fd, st) < 0)
+		return errno_why(path, why);
+	r = stat_safe(st, path, is_dir, false, why);
+	if (r < 0)
+		return r;
+	real = realpath(path, NULL);
+	if (!real)
+		return errno_why(path, why);
+	if (stat(real, &at) < 0 || at.st_dev != st->st_dev || at.st_ino != st->st_ino) {
+		*why = g_strdup_printf("%s: replaced while being read; try again", path);
+		return -EAGAIN;
+	}
+	parent = g_path_get_dirname(real);
+	return dirs_safe(parent, checked, why);
+}
+
+static int read_all(int fd, const char *path, GString *out, char **why)
+{
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno_why(path, why);
+		if (n == 0)
+			return 0;
+		if (out->len + (size_t)n > CONFIG_MAX_BYTES) {
+			*why = g_strdup_printf("%s: grew past %d MiB while being read; refusing it",
+					       path, CONFIG_MAX_BYTES >> 20);
+			return -EFBIG;
+		}
+		g_string_append_len(out, buf, n);
+	}
+}
+
+/*
+ * Read name in the folder dirfd (path: how messages name it), opened once:
+ * the open file is what is checked and what is read. O_NONBLOCK: opening a
+ * FIFO does not wait for a writer (and it is refused, as not regular).
+ */
+static int load_file(struct config *cfg, int dirfd, const char *name, const char *path,
+		     GHashTable *checked, char **why)
+{
+	g_autoptr(GString) text = NULL;
+	struct stat st;
+	int fd, r;
+
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return errno_why(path, why);
+	r = check_open(fd, path, false, checked, &st, why);
+	if (r == 0) {
+		text = g_string_sized_new((size_t)st.st_size + 1);
+		r = read_all(fd, path, text, why);
+	}
+	close(fd);
+	if (r < 0)
+		return r;
+	config_parse_data(cfg, path, text->str, text->len);
 	return 0;
 }
 
@@ -512,41 +924,63 @@ static int cmp_str_ptr(gconstpointer a, gconstpointer b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int load_file(struct config *cfg, const char *path, char **why)
+/* The names of the *.conf in the open folder fd, in name order. */
+static int confd_names(int fd, const char *confd, GPtrArray *names, char **why)
 {
-	g_autoptr(GError) err = NULL;
-	g_autofree char *data = NULL;
-	gsize len;
-	int r;
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+	struct dirent *e;
 
-	r = check_safe(path, false, why);
-	if (r < 0)
+	if (!d) {
+		int r = errno_why(confd, why);
+
+		if (dup_fd >= 0)
+			close(dup_fd);
 		return r;
-	if (!g_file_get_contents(path, &data, &len, &err)) {
-		*why = g_strdup_printf("%s: %s", path, err->message);
-		return -EIO;
 	}
-	config_parse_data(cfg, path, data, len);
+	while ((e = readdir(d)))
+		if (g_str_has_suffix(e->d_name, ".conf") && strcmp(e->d_name, ".conf"))
+			g_ptr_array_add(names, g_strdup(e->d_name));
+	closedir(d);
+	g_ptr_array_sort(names, cmp_str_ptr);
 	return 0;
+}
+
+/* conf.d beside the main file, if there is one: checked open, its files read through it. */
+static int load_confd(struct config *cfg, const char *dir, GHashTable *checked, char **why)
+{
+	g_autofree char *confd = g_build_filename(dir, "conf.d", NULL);
+	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+	struct stat st;
+	int fd, r;
+
+	fd = open(confd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : errno_why(confd, why);
+	r = check_open(fd, confd, true, checked, &st, why);
+	if (r == 0)
+		r = confd_names(fd, confd, names, why);
+	for (guint i = 0; r == 0 && i < names->len; i++) {
+		g_autofree char *path = g_build_filename(confd, names->pdata[i], NULL);
+
+		r = load_file(cfg, fd, names->pdata[i], path, checked, why);
+	}
+	close(fd);
+	return r;
 }
 
 int config_load(const char *path, bool must_exist, struct config **out, char **why)
 {
 	g_autoptr(config_t) cfg = config_new();
+	g_autoptr(GHashTable) checked = NULL;
 	g_autofree char *dir = g_path_get_dirname(path);
-	g_autofree char *confd = g_build_filename(dir, "conf.d", NULL);
-	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-	g_autoptr(GDir) d = NULL;
-	const char *name;
 	int r;
 
 	*why = NULL;
-	r = check_safe(dir, true, why);
-	if (r == -ENOENT)
-		g_clear_pointer(why, g_free);
-	else if (r < 0)
-		return r;
-	r = load_file(cfg, path, why);
+	checked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	r = dirs_safe(dir, checked, why);
+	if (r == 0)
+		r = load_file(cfg, AT_FDCWD, path, path, checked, why);
 	if (r == -ENOENT) {
 		g_clear_pointer(why, g_free);
 		if (must_exist) {
@@ -557,22 +991,9 @@ int config_load(const char *path, bool must_exist, struct config **out, char **w
 	} else if (r < 0) {
 		return r;
 	}
-
-	d = g_dir_open(confd, 0, NULL);
-	if (d) {
-		r = check_safe(confd, true, why);
-		if (r < 0)
-			return r;
-		while ((name = g_dir_read_name(d)))
-			if (g_str_has_suffix(name, ".conf"))
-				g_ptr_array_add(names, g_build_filename(confd, name, NULL));
-		g_ptr_array_sort(names, cmp_str_ptr);
-	}
-	for (guint i = 0; i < names->len; i++) {
-		r = load_file(cfg, names->pdata[i], why);
-		if (r < 0)
-			return r;
-	}
+	r = load_confd(cfg, dir, checked, why);
+	if (r < 0)
+		return r;
 	finish_sections(cfg);
 	*out = g_steal_pointer(&cfg);
 	return 0;
@@ -620,6 +1041,48 @@ const struct conf_section *config_match(const struct config *cfg, const char *if
 			glob = c;
 	}
 	return glob;
+}
+
+static bool peer_names(const struct conf_peer *p, const char *ifname, const uint8_t *present,
+		       size_t n_present)
+{
+	if (p->ifaces) {
+		for (char **g = p->ifaces; *g; g++)
+			if (glob_match(*g, ifname))
+				return true;
+		return false;
+	}
+	for (size_t i = 0; i < n_present; i++)
+		if (!memcmp(present + i * WG_KEY_LEN, p->key, WG_KEY_LEN))
+			return true;
+	return false;
+}
+
+void config_peers_for(const struct config *cfg, const char *ifname, const uint8_t *present,
+		      size_t n_present, GArray *out)
+{
+	for (guint i = 0; i < cfg->peers->len; i++) {
+		const struct conf_peer *p = cfg->peers->pdata[i];
+		struct peer_want w = { .rate = p->download };
+		g_autofree char *options = NULL;
+		struct shape_request req;
+		char err[256];
+
+		if (!peer_names(p, ifname, present, n_present))
+			continue;
+		memcpy(w.key, p->key, WG_KEY_LEN);
+		g_strlcpy(w.name, p->name, sizeof(w.name));
+		snprintf(w.source, sizeof(w.source), "config %s", p->where);
+		g_ptr_array_add(p->words, NULL);
+		options = g_strjoinv(" ", (char **)p->words->pdata);
+		g_ptr_array_remove_index(p->words, p->words->len - 1);
+		g_strlcpy(w.options, options, sizeof(w.options));
+		/* each word parsed alone when read: together they parse too */
+		if (shape_words_parse((int)p->words->len, (char **)p->words->pdata, &req, err,
+				      sizeof(err)) == 0)
+			w.opts = req.opts;
+		g_array_append_val(out, w);
+	}
 }
 
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out)

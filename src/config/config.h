@@ -38,13 +38,26 @@ struct conf_section {
 	struct conf_network net; /* [network] only */
 };
 
+/* A [peer NAME] section: one WireGuard peer's download, shaped at the server. */
+struct conf_peer {
+	char *name; /* the label show gives it */
+	char *where; /* "file:line" of the section */
+	uint8_t key[32]; /* public-key, WG_KEY_LEN */
+	bool has_key;
+	char **ifaces; /* interface = globs, NULL-terminated; NULL: every WireGuard interface */
+	uint64_t download; /* bytes/s; 0: not given */
+	GPtrArray *words; /* its cake's options as set's words */
+};
+
 struct config {
 	GPtrArray *ifaces; /* struct conf_section *, [interface NAME] in the order first seen */
+	GPtrArray *peers; /* struct conf_peer *, [peer NAME] in the order first seen */
 	GPtrArray *networks; /* struct conf_section *, [network NAME] profiles in file order */
 	bool enforce; /* [daemon] enforce, default yes */
 	bool clear_on_exit; /* [daemon] clear-on-exit, default no */
-	GPtrArray *warnings; /* char *, "file:line: ..." */
+	GPtrArray *warnings; /* char *, "file:line: ...", one line of UTF-8 (util/text.h) */
 	GPtrArray *files; /* char *, the files read */
+	GHashTable *index; /* config.c's own: the sections by group name, while files are read */
 };
 
 struct config *config_new(void);
@@ -62,7 +75,11 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 /*
  * Read path and then every *.conf in the conf.d folder beside it, in name
  * order. Refuses (-EPERM, with *why set) a file or folder that anyone but
- * root can write. A missing path is -ENOENT unless must_exist is false.
+ * root can write, and so a file below a folder others can write (each
+ * folder on its resolved path up to /, /tmp too); a file that is not a
+ * regular one (-EINVAL: a FIFO is not waited on) or larger than any
+ * configuration (-EFBIG). Each file is opened once, and what is checked is
+ * the open file. A missing path is -ENOENT unless must_exist is false.
  */
 int config_load(const char *path, bool must_exist, struct config **out, char **why);
 
@@ -91,6 +108,14 @@ const struct conf_section *config_network_choose(const GPtrArray *profs,
 						 char *why, size_t whylen);
 
 bool config_mentions(const struct config *cfg, const char *ifname);
+
+/*
+ * The [peer] sections for ifname as peer_want (src/shape/peers.h), appended
+ * to out: those whose interface = names it, and those with no interface =
+ * whose key is one of present (WG_KEY_LEN bytes each; the peers ifname has).
+ */
+void config_peers_for(const struct config *cfg, const char *ifname, const uint8_t *present,
+		      size_t n_present, GArray *out);
 
 /* The [network] profiles whose interface = names ifname, in file order (appended to out). */
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out);

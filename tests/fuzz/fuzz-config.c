@@ -2,8 +2,10 @@
 /*
  * libFuzzer target for wgshape.conf. The bytes are one file or, split in two,
  * two files merged as config_load merges conf.d. Beyond not crashing: every
- * warning names its file, each section is found by its own name, and what a
- * section kept is set's words, which set's parser reads as config_load does.
+ * warning names its file and is one line of UTF-8 text with no control
+ * character (a terminal shows it, JSON carries it), each section is found by
+ * its own name, and what a section kept is set's words, which set's parser
+ * reads as config_load does.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -50,6 +52,9 @@ static void check(const struct config *cfg)
 		const char *w = cfg->warnings->pdata[i];
 
 		require(g_str_has_prefix(w, "a.conf") || g_str_has_prefix(w, "b.conf"));
+		require(g_utf8_validate(w, -1, NULL));
+		for (const char *p = w; *p; p++)
+			require((unsigned char)*p >= 0x20 && *p != 0x7f);
 	}
 	for (guint i = 0; i < cfg->ifaces->len; i++) {
 		const struct conf_section *c = cfg->ifaces->pdata[i];

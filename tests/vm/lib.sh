@@ -13,7 +13,9 @@ set -euo pipefail
 
 LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 export LAB_DIR
-LAB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/wgshape-scenario.XXXXXX")
+# Below /run, root's alone, not /tmp: wgshape refuses a configuration below a
+# folder others can write, and the scenarios keep theirs in $LAB_TMP.
+LAB_TMP=$(mktemp -d /run/wgshape-scenario.XXXXXX)
 
 # Addresses: documentation prefixes for the underlay (the "Internet" between
 # the hosts), private ones for the tunnel. Nothing leaves the namespaces.
