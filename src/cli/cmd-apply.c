@@ -12,6 +12,7 @@
 #include "util/log.h"
 #include "nm/nm.h"
 #include "config/reconcile.h"
+#include "shape/peers.h"
 #include "shape/units.h"
 #include "util/print.h"
 
@@ -26,7 +27,7 @@ const char check_config_usage[] =
 	"Usage: wgshape [-j] [-c FILE] check-config\n"
 	"\n"
 	"Validate the configuration (FILE and conf.d/*.conf beside it) and print the\n"
-	"effective settings per interface section. Exits 1 if anything was wrong.\n";
+	"effective settings per interface and peer section. Exits 1 if anything was wrong.\n";
 
 int apply_main(int argc, char **argv, const struct cli *cli)
 {
@@ -107,6 +108,28 @@ static void check_config_iface(const struct config *cfg, const struct conf_secti
 	print_close_object();
 }
 
+static void check_config_peer(const struct conf_peer *p)
+{
+	g_autofree char *words = NULL, *ifaces = NULL;
+	char key[45], rate[UNITS_BUFSZ];
+
+	g_ptr_array_add(p->words, NULL);
+	words = g_strjoinv(" ", (char **)p->words->pdata);
+	g_ptr_array_remove_index(p->words, p->words->len - 1);
+	ifaces = p->ifaces ? g_strjoinv(", ", p->ifaces) : g_strdup("");
+	wg_key_to_base64(p->key, key);
+	format_rate(rate, sizeof(rate), p->download);
+	print_open_object(NULL);
+	print_string("name", "[peer %s]", p->name);
+	print_string("public_key", "  %s", key);
+	print_string("interface", *ifaces ? " on %s" : " on every WireGuard interface that has it",
+		     ifaces);
+	print_uint_as("download", ": download %s", p->download * 8, rate);
+	print_string("options", *words ? " %s" : NULL, words);
+	print_string("where", "  (%s)\n", p->where);
+	print_close_object();
+}
+
 int check_config_main(int argc, char **argv, const struct cli *cli)
 {
 	g_autoptr(config_t) cfg = NULL;
@@ -126,6 +149,10 @@ int check_config_main(int argc, char **argv, const struct cli *cli)
 	print_open_array("interfaces");
 	for (guint i = 0; i < cfg->ifaces->len; i++)
 		check_config_iface(cfg, cfg->ifaces->pdata[i]);
+	print_close_array();
+	print_open_array("peers");
+	for (guint i = 0; i < cfg->peers->len; i++)
+		check_config_peer(cfg->peers->pdata[i]);
 	print_close_array();
 	print_bool("enforce", "[daemon]  enforce %s", cfg->enforce);
 	print_bool("clear_on_exit", ", clear-on-exit %s\n", cfg->clear_on_exit);

@@ -12,32 +12,136 @@
 #include "netlink/kernel.h"
 #include "shape/overhead.h"
 #include "shape/cake.h"
+#include "shape/peers.h"
+#include "shape/units.h"
 #include "shape/words.h"
 
+/* "  LABEL          word|word|...", folded after a | so that no line passes column 79. */
+static void put_words(const char *label, const char *words)
+{
+	int col = printf("  %-15s", label);
+
+	while (*words) {
+		size_t n = strcspn(words, "|");
+		bool last = !words[n];
+
+		if (col + (int)n + !last > 79)
+			col = printf("\n%17s", "");
+		col += printf("%.*s%s", (int)n, words, last ? "" : "|");
+		words += n + !last;
+	}
+	putchar('\n');
+}
+
+/* The words come from the tables that parse them. */
 void set_help(void)
 {
-	char ds[96], ack[96];
+	static const struct {
+		const char *label;
+		enum cake_family family;
+	} families[] = {
+		{ "cell framing", CAKE_WORDS_ATM }, { "tins", CAKE_WORDS_DIFFSERV },
+		{ "flow isolation", CAKE_WORDS_FLOW }, { "NAT lookup", CAKE_WORDS_NAT },
+		{ "DSCP", CAKE_WORDS_WASH }, { "GSO", CAKE_WORDS_SPLIT_GSO },
+		{ "ACK filter", CAKE_WORDS_ACK },
+	};
+	const struct shape_framing *f;
+	char b[160];
 
-	printf("Usage: wgshape set IFACE [egress RATE|off] [ingress RATE|off]\n"
-	       "                   [overhead BYTES|auto] [link-overhead BYTES] [mpu BYTES] [rtt TIME]\n"
-	       "                   [%s]\n"
-	       "                   [nat|nonat] [wash|nowash]\n"
-	       "                   [%s] [memlimit SIZE]\n"
-	       "\n"
-	       "  egress RATE    cake as IFACE's root qdisc (upload from this host)\n"
-	       "  ingress RATE   cake on an IFB fed from IFACE's ingress (download to this host)\n"
-	       "  off            remove that direction and put back what was there\n"
-	       "  overhead auto  (default) the tunnel's own overhead: 60 bytes for IPv4 peers,\n"
-	       "                 80 for IPv6, plus link-overhead for the link under the tunnel\n"
-	       "RATE as tc: 85mbit, 500kbit, 1gbit, 10mbps (bytes/s). TIME: 100ms, 50us. SIZE: 4m.\n"
-	       "Only the options given reach the kernel; on a qdisc wgshape already set, a change\n"
-	       "keeps its handle and counters.\n",
-	       cake_diffserv_choices("|", ds, sizeof(ds)), cake_ack_choices("|", ack, sizeof(ack)));
+	fputs("Usage: wgshape set IFACE [egress RATE|off] [ingress RATE|off] [OPTION]...\n"
+	      "       wgshape set IFACE peer PUBKEY download RATE|off [OPTION]...\n"
+	      "\n"
+	      "  egress RATE    cake as IFACE's root qdisc (upload from this host); with\n"
+	      "                 peers shaped on their own, the cap for all of them together\n"
+	      "  ingress RATE   cake on an IFB fed from IFACE's ingress (download to this host)\n"
+	      "  off            remove that direction and put back what was there\n"
+	      "  peer PUBKEY download RATE\n"
+	      "                 on a server: this WireGuard peer's download, in a class of its\n"
+	      "                 own with its own cake (by destination in its AllowedIPs);\n"
+	      "                 peers without one share a class with cake's dual-dsthost\n"
+	      "\n"
+	      "OPTIONs, as tc-cake(8) spells them (of two of a kind, the last counts):\n"
+	      "  overhead auto  (default) the tunnel's own overhead: 60 bytes for IPv4 peers,\n"
+	      "                 80 for IPv6, plus link-overhead for the link under the tunnel\n"
+	      "  overhead BYTES the whole overhead instead; later sets keep it until auto\n"
+	      "  raw            no compensation at all, kept as overhead 0 (or: overhead raw)\n"
+	      "  link-overhead BYTES\n"
+	      "                 what the link under the tunnel adds, on top of overhead auto\n",
+	      stdout);
+	for (size_t i = 0; (f = shape_framing(i)); i++) {
+		int n = snprintf(b, sizeof(b), "link-overhead %d", f->link_overhead);
+
+		if (f->mpu && n > 0 && (size_t)n < sizeof(b))
+			n += snprintf(b + n, sizeof(b) - (size_t)n, ", mpu %u", f->mpu);
+		printf("  %-15s%s, %s (or: link-overhead %s)\n", f->word, b,
+		       cake_word(CAKE_WORDS_ATM, f->atm), f->word);
+	}
+	fputs("  mpu BYTES      count each packet as at least BYTES\n", stdout);
+	put_words("rtt TIME, or", cake_rtt_preset_choices("|", b, sizeof(b)));
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		put_words(families[i].label, cake_word_choices(families[i].family, "|", b, sizeof(b)));
+	fputs("  memlimit SIZE  the most memory cake may use\n"
+	      "  fwmark MASK    the tin from the packet's mark & MASK (0x hex, or decimal)\n"
+	      "RATE as tc: 85mbit, 500kbit, 1gbit, 10mbps (bytes/s). TIME: 100ms, 50us. SIZE: 4m.\n"
+	      "Only the options given reach the kernel; on a qdisc wgshape already set, a change\n"
+	      "keeps its handle and counters.\n",
+	      stdout);
+}
+
+/*
+ * peer PUBKEY download RATE|off [cake options]: one peer's download, shaped
+ * on IFACE's egress in a class of its own. argv starts at "peer".
+ */
+static int peer_words(const char *ifname, int argc, char **argv, struct shape_request *req,
+		      struct peer_want *w)
+{
+	char err[256];
+
+	memset(w, 0, sizeof(*w));
+	if (argc < 2 || wg_key_from_base64(argv[1], w->key) < 0) {
+		log_err("set %s peer: '%s' is not a WireGuard public key (44 characters of base64, "
+			"as wg shows it)", ifname, argc < 2 ? "" : argv[1]);
+		return -EINVAL;
+	}
+	if (argc < 4 || strcmp(argv[2], "download") != 0) {
+		log_err("set %s peer %.8s...: needs download RATE|off", ifname, argv[1]);
+		return -EINVAL;
+	}
+	if (strcmp(argv[3], "off") != 0 && (parse_rate(argv[3], &w->rate) < 0 || !w->rate)) {
+		log_err("set %s peer %.8s...: download: '%s' is not a rate (a number and a unit, "
+			"e.g. 20mbit) or off", ifname, argv[1], argv[3]);
+		return -EINVAL;
+	}
+	if (shape_words_parse(argc - 4, argv + 4, req, err, sizeof(err)) < 0) {
+		log_err("set %s peer %.8s...: %s", ifname, argv[1], err);
+		return -EINVAL;
+	}
+	if (req->egress != DIR_KEEP || req->ingress != DIR_KEEP || req->overhead_auto ||
+	    (req->opts.has & CAKE_HAS_OVERHEAD)) {
+		log_err("set %s peer %.8s...: egress, ingress and the overhead are the interface's, "
+			"not a peer's: set them on their own", ifname, argv[1]);
+		return -EINVAL;
+	}
+	if (!w->rate && argc > 4) {
+		log_err("set %s peer %.8s...: download off takes no options", ifname, argv[1]);
+		return -EINVAL;
+	}
+	w->opts = req->opts;
+	memset(&req->opts, 0, sizeof(req->opts));
+	snprintf(w->source, sizeof(w->source), "set");
+	for (int i = 4, used = 0; i < argc && used < (int)sizeof(w->options); i++)
+		used += snprintf(w->options + used, sizeof(w->options) - (size_t)used, "%s%s",
+				 i > 4 ? " " : "", argv[i]);
+	req->peers_action = PEERS_ONE;
+	req->peers = w;
+	req->n_peers = 1;
+	return 0;
 }
 
 int set_main(int argc, char **argv, const struct cli *cli)
 {
 	struct shape_request req;
+	struct peer_want peer;
 	struct netlink *nl;
 	char err[256];
 	int r;
@@ -48,7 +152,10 @@ int set_main(int argc, char **argv, const struct cli *cli)
 	}
 	if (!ifname_ok_or_say(argv[1]))
 		return EXIT_USAGE;
-	if (shape_words_parse(argc - 2, argv + 2, &req, err, sizeof(err)) < 0) {
+	if (!strcmp(argv[2], "peer")) {
+		if (peer_words(argv[1], argc - 2, argv + 2, &req, &peer) < 0)
+			return EXIT_USAGE;
+	} else if (shape_words_parse(argc - 2, argv + 2, &req, err, sizeof(err)) < 0) {
 		log_err("set %s: %s", argv[1], err);
 		return EXIT_USAGE;
 	}

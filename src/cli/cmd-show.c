@@ -31,6 +31,27 @@ static const char *name_or(const char *name)
 	return name ? name : "unknown";
 }
 
+/* A family's word, as text (when text) and in JSON. */
+static void show_word(const char *key, const struct cake_opts *o, enum cake_family f, bool text)
+{
+	uint32_t v;
+
+	if (cake_word_get(o, f, &v))
+		print_string(key, text ? " %s" : NULL, name_or(cake_word(f, v)));
+}
+
+/* An on/off family's word as text; a boolean in JSON. */
+static void show_switch(const char *key, const struct cake_opts *o, enum cake_family f)
+{
+	uint32_t v;
+
+	if (!cake_word_get(o, f, &v))
+		return;
+	print_text(" ");
+	print_flag(key, v, name_or(cake_word(f, 1)), name_or(cake_word(f, 0)));
+}
+
+/* In tc's order (tc/q_cake.c, cake_print_opt). */
 static void show_opts(const struct cake_opts *o)
 {
 	char b[UNITS_BUFSZ];
@@ -40,20 +61,23 @@ static void show_opts(const struct cake_opts *o)
 		format_rate(b, sizeof(b), o->rate);
 	print_uint_as("bandwidth", o->rate ? " bandwidth %s" : " %s", o->rate * 8,
 		      o->rate ? b : "unlimited");
-	if (o->has & CAKE_HAS_DIFFSERV)
-		print_string("diffserv", " %s", name_or(cake_diffserv_name(o->diffserv)));
-	print_flag("nat", o->nat, " nat", " nonat");
-	print_flag("wash", o->wash, " wash", " nowash");
-	if (o->has & CAKE_HAS_ACK_FILTER)
-		print_string("ack_filter", " %s", name_or(cake_ack_name(o->ack_filter)));
+	show_word("diffserv", o, CAKE_WORDS_DIFFSERV, true);
+	show_word("flow_mode", o, CAKE_WORDS_FLOW, true);
+	show_switch("nat", o, CAKE_WORDS_NAT);
+	show_switch("wash", o, CAKE_WORDS_WASH);
+	show_word("ack_filter", o, CAKE_WORDS_ACK, true);
 	print_flag("ingress", o->ingress, " ingress", "");
+	show_switch("split_gso", o, CAKE_WORDS_SPLIT_GSO);
 	format_time(b, sizeof(b), o->rtt);
 	print_uint_as("rtt", (o->has & CAKE_HAS_RTT) ? " rtt %s" : NULL, o->rtt, b);
 	print_flag("raw", o->raw, " raw", "");
+	/* as tc: a raw cake's noatm goes without saying */
+	show_word("atm", o, CAKE_WORDS_ATM, !(o->raw && o->atm == CAKE_ATMC_NONE));
 	print_int("overhead", o->raw ? NULL : " overhead %" PRId64, o->overhead);
 	print_uint("mpu", o->mpu ? " mpu %" PRIu64 : NULL, o->mpu);
 	format_size(b, sizeof(b), o->memlimit);
 	print_uint_as("memlimit", o->memlimit ? " memlimit %s" : NULL, o->memlimit, b);
+	print_uint("fwmark", o->fwmark ? " fwmark 0x%" PRIx64 : NULL, o->fwmark);
 	print_close_object();
 }
 
@@ -177,6 +201,86 @@ static void show_stats(const struct cake_opts *o, const struct cake_stats *s)
 	print_close_object();
 }
 
+/* A peer's cake in a few lines: its queue's options, counters and delay per tin. */
+static void show_peer_text(const struct qdisc_info *q)
+{
+	const struct cake_stats *s = &q->stats;
+	char b[UNITS_BUFSZ], b2[UNITS_BUFSZ];
+	uint64_t marks = 0;
+
+	print_text(", cake %s %s\n", name_or(cake_diffserv_name(q->cake.diffserv)),
+		   name_or(cake_word(CAKE_WORDS_FLOW, q->cake.flow_mode)));
+	for (unsigned int t = 0; t < s->tin_count; t++)
+		marks += s->tins[t].ecn_marked_packets;
+	format_size(b, sizeof(b), s->backlog_bytes);
+	print_text("    sent %" PRIu64 " bytes %" PRIu64 " pkt, dropped %u, marked %" PRIu64
+		   ", backlog %s\n    delay peak/avg:", s->bytes, s->packets, s->drops, marks, b);
+	for (unsigned int t = 0; t < s->tin_count; t++) {
+		format_time(b, sizeof(b), s->tins[t].peak_delay_us);
+		format_time(b2, sizeof(b2), s->tins[t].avg_delay_us);
+		print_text("%s %s %s/%s", t ? "," : "", name_or(cake_tin_name(q->cake.diffserv, t)),
+			   b, b2);
+	}
+	print_text("\n");
+}
+
+/* One class of the per-peer tree: who, its AllowedIPs and rate, its cake. */
+static void show_peer(const struct shape_peer_view *p)
+{
+	char b[UNITS_BUFSZ], id[16];
+
+	print_open_object(NULL);
+	print_string("name", "  %s", p->name[0] ? p->name : "(set by hand)");
+	if (p->key[0]) {
+		print_string("public_key", NULL, p->key);
+		print_text(" (%.8s...)", p->key);
+		print_string("allowed_ips", p->allowed[0] ? " %s" : NULL, p->allowed);
+		format_rate(b, sizeof(b), p->rate);
+		print_uint_as("download", ": download %s", p->rate * 8, b);
+		print_string("source", " (%s)", p->source);
+	}
+	print_bool("present", p->present ? NULL : ": not on the interface now\n", p->present);
+	if (!p->present) {
+		print_close_object();
+		return;
+	}
+	snprintf(id, sizeof(id), "1:%x", p->minor);
+	print_string("class", p->key[0] ? "\n    class %s" : ": class %s", id);
+	format_rate(b, sizeof(b), p->cls.ceil);
+	print_uint_as("ceil", p->has_class ? " up to %s" : " (missing)", p->cls.ceil * 8, b);
+	format_rate(b, sizeof(b), p->cls.rate);
+	print_uint_as("rate", p->has_class ? " (%s guaranteed)" : NULL, p->cls.rate * 8, b);
+	print_bool("shaped", NULL, p->has_class && p->has_leaf);
+	if (p->has_leaf && !strcmp(p->leaf.kind, "cake") && print_is_json()) {
+		show_opts(&p->leaf.cake);
+		show_stats(&p->leaf.cake, &p->leaf.stats);
+	} else if (p->has_leaf && !strcmp(p->leaf.kind, "cake")) {
+		show_peer_text(&p->leaf);
+	} else {
+		print_text(", no cake on it\n");
+	}
+	print_close_object();
+}
+
+static void show_tree(const struct shape_view *v)
+{
+	char b[UNITS_BUFSZ];
+
+	print_open_object("egress");
+	print_text("%s: egress", v->link.name);
+	print_bool("per_peer", " per peer:", true);
+	print_string("kind", " %s", v->egress.qdisc.kind);
+	print_string("handle", " %s", "1:");
+	format_rate(b, sizeof(b), v->cap);
+	print_uint_as("cap", v->cap ? ", all peers together up to %s\n" : ", no cap\n",
+		      v->cap * 8, b);
+	print_open_array("classes");
+	for (guint i = 0; i < v->peers->len; i++)
+		show_peer(&g_array_index(v->peers, struct shape_peer_view, i));
+	print_close_array();
+	print_close_object();
+}
+
 static void show_dir(const struct shape_view *v, const char *dirname, const struct shape_dir_view *d)
 {
 	bool via = strcmp(d->dev, v->link.name) != 0;
@@ -212,7 +316,10 @@ static void show_view(const struct shape_view *v)
 	print_bool("present", NULL, true);
 	print_string("link_kind", NULL, v->link.kind);
 	print_string("root_qdisc", NULL, v->egress.qdisc.kind);
-	show_dir(v, "egress", &v->egress);
+	if (v->tree)
+		show_tree(v);
+	else
+		show_dir(v, "egress", &v->egress);
 	show_dir(v, "ingress", &v->ingress);
 	if (v->overhead_reason[0])
 		print_string("overhead_reason", shaped ? " overhead: %s\n" : NULL,

@@ -16,14 +16,24 @@ bool reconcile_skips(const struct link_info *link)
 	return !strcmp(link->kind, "ifb") && !strncmp(link->name, "ifb4", 4);
 }
 
-/* Shape ifname as section c says; the section is all that is wanted. */
+/*
+ * Shape ifname as section c (or none) and the [peer] sections for it say;
+ * they are all that is wanted.
+ */
 static int apply_section(const struct reconciler *rc, const char *ifname,
-			 const struct conf_section *c, const char *source)
+			 const struct conf_section *c, const char *source, GArray *peers)
 {
-	struct shape_request req = c->req;
+	struct shape_request req = c ? c->req : (struct shape_request){ 0 };
+	struct shape_state st = { 0 };
+	bool had_peers;
 
-	if (req.egress == DIR_KEEP && req.ingress == DIR_KEEP)
+	had_peers = state_load(rc->statedir, ifname, &st) == 0 && st.peers && st.peers->len;
+	shape_state_clear(&st);
+	if (req.egress == DIR_KEEP && req.ingress == DIR_KEEP && !peers->len && !had_peers)
 		return 0; /* a section with neither direction: nothing to do */
+	req.peers_action = PEERS_ALL;
+	req.peers = (const struct peer_want *)(void *)peers->data;
+	req.n_peers = peers->len;
 	/* What the section leaves out is off, or the kernel's default. */
 	if (req.egress == DIR_KEEP)
 		req.egress = DIR_OFF;
@@ -68,12 +78,45 @@ static int reconcile_network(const struct reconciler *rc, const char *ifname, GP
 	if (!c)
 		return clear_if_from(rc, ifname, SOURCE_NETWORK, why);
 	snprintf(source, sizeof(source), SOURCE_NETWORK " '%s' (%s), %s", c->name, c->where, why);
-	return apply_section(rc, ifname, c, source);
+	return apply_section(rc, ifname, c, source, &(GArray){ 0 });
+}
+
+/* Per-peer shaping set by hand: follow WireGuard's peers and their AllowedIPs. */
+static int follow_peers(const struct reconciler *rc, const char *ifname)
+{
+	struct shape_state st = { 0 };
+	bool tree;
+
+	tree = state_load(rc->statedir, ifname, &st) == 0 && st.tree;
+	shape_state_clear(&st);
+	if (!tree)
+		return 0;
+	return shape_set(rc->nl, rc->statedir, ifname, &(struct shape_request){ 0 });
+}
+
+/* The [peer] sections for ifname (one WireGuard dump when a peer names no interface). */
+static void peers_for(const struct reconciler *rc, const char *ifname, GArray *out)
+{
+	struct wg_peer *peers = NULL;
+	g_autofree uint8_t *keys = NULL;
+	size_t n = 0;
+	bool any_anywhere = false;
+
+	for (guint i = 0; i < rc->cfg->peers->len; i++)
+		any_anywhere |= !((struct conf_peer *)rc->cfg->peers->pdata[i])->ifaces;
+	if (any_anywhere && netlink_wg_peers(rc->nl, ifname, &peers, &n) < 0)
+		n = 0; /* not WireGuard, or gone */
+	keys = g_malloc0(n * WG_KEY_LEN + 1);
+	for (size_t i = 0; i < n; i++)
+		memcpy(keys + i * WG_KEY_LEN, peers[i].key, WG_KEY_LEN);
+	wg_peers_free(peers, n);
+	config_peers_for(rc->cfg, ifname, keys, n, out);
 }
 
 int reconcile_iface(const struct reconciler *rc, const char *ifname)
 {
 	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+	g_autoptr(GArray) peers = g_array_new(false, true, sizeof(struct peer_want));
 	const struct conf_section *c;
 	char source[256];
 	pid_t holder;
@@ -91,11 +134,15 @@ int reconcile_iface(const struct reconciler *rc, const char *ifname)
 	if (profs->len)
 		return reconcile_network(rc, ifname, profs);
 	c = config_match(rc->cfg, ifname);
-	if (c) {
-		snprintf(source, sizeof(source), SOURCE_CONFIG " %s", c->where);
-		return apply_section(rc, ifname, c, source);
+	peers_for(rc, ifname, peers);
+	if (c || peers->len) {
+		snprintf(source, sizeof(source), SOURCE_CONFIG " %s",
+			 c ? c->where : g_array_index(peers, struct peer_want, 0).source +
+					strlen(SOURCE_CONFIG " "));
+		return apply_section(rc, ifname, c, source, peers);
 	}
-	return clear_if_from(rc, ifname, SOURCE_CONFIG, "no section matches it any more");
+	return clear_if_from(rc, ifname, SOURCE_CONFIG, "no section matches it any more") ?:
+	       follow_peers(rc, ifname);
 }
 
 int reconcile_all(const struct reconciler *rc)

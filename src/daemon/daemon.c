@@ -368,6 +368,29 @@ static void learn_names(struct daemon *d)
 	free(links);
 }
 
+/*
+ * WireGuard says nothing when peers or their AllowedIPs change (wg set,
+ * syncconf): every few seconds, each interface shaped per peer is looked at
+ * again (one dump of its peers; nothing changes when nothing did).
+ */
+#define PEER_POLL_SECONDS 5
+
+static gboolean on_peer_poll(gpointer data)
+{
+	struct daemon *d = data;
+	g_auto(GStrv) names = NULL;
+
+	state_list(d->opts->statedir, &names);
+	for (char **n = names; n && *n; n++) {
+		struct shape_state st = { 0 };
+
+		if (state_load(d->opts->statedir, *n, &st) == 0 && st.tree && !held(d, *n))
+			schedule(d, *n, 0);
+		shape_state_clear(&st);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
 int daemon_run(const struct daemon_opts *opts)
 {
 	struct daemon d = { .opts = opts, .only = opts->only };
@@ -398,6 +421,7 @@ int daemon_run(const struct daemon_opts *opts)
 		reconcile_all(&rc);
 
 	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
+	g_timeout_add_seconds(PEER_POLL_SECONDS, on_peer_poll, &d);
 	g_unix_signal_add(SIGHUP, on_hup, &d);
 	g_unix_signal_add(SIGTERM, on_term, &d);
 	g_unix_signal_add(SIGINT, on_term, &d);

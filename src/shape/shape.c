@@ -14,6 +14,7 @@
 #include "shape/overhead.h"
 #include "shape/shape.h"
 #include "shape/state.h"
+#include "shape/tree.h"
 #include "util/ifname.h"
 
 #define OVERHEAD_BY_HAND "set by hand"
@@ -102,6 +103,9 @@ static bool opts_hold(const struct cake_opts *have, const struct cake_opts *want
 		F(CAKE_HAS_DIFFSERV, diffserv), F(CAKE_HAS_NAT, nat),
 		F(CAKE_HAS_WASH, wash),		F(CAKE_HAS_ACK_FILTER, ack_filter),
 		F(CAKE_HAS_MEMLIMIT, memlimit), F(CAKE_HAS_INGRESS, ingress),
+		F(CAKE_HAS_RAW, raw),		F(CAKE_HAS_FLOW_MODE, flow_mode),
+		F(CAKE_HAS_ATM, atm),		F(CAKE_HAS_SPLIT_GSO, split_gso),
+		F(CAKE_HAS_FWMARK, fwmark),
 #undef F
 	};
 
@@ -113,8 +117,13 @@ static bool opts_hold(const struct cake_opts *have, const struct cake_opts *want
 			   fields[i].len) != 0)
 			return false;
 	}
-	/* An overhead given means cake is not in raw mode. */
-	return !((want->has & CAKE_HAS_OVERHEAD) && have->raw);
+	/* An overhead given without raw means cake is not in raw mode. */
+	return !((want->has & CAKE_HAS_OVERHEAD) && !(want->has & CAKE_HAS_RAW) && have->raw);
+}
+
+bool cake_opts_hold(const struct cake_opts *have, const struct cake_opts *want)
+{
+	return opts_hold(have, want);
 }
 
 static void undo_run(struct netlink *nl, const struct undo *u, const struct shape_state *st,
@@ -136,6 +145,24 @@ static void undo_run(struct netlink *nl, const struct undo *u, const struct shap
 			netlink_link_del(nl, u->ifb_ifindex);
 		break;
 	}
+}
+
+/* First touch of the root: remember what to put back on clear (root NULL: the default). */
+static int remember_root(struct shape_state *st, const struct qdisc_info *root)
+{
+	snprintf(st->orig_kind, sizeof(st->orig_kind), "%s", root ? root->kind : "default");
+	st->orig_handle = root ? root->handle : 0;
+	free(st->orig_options);
+	st->orig_options = NULL;
+	st->orig_options_len = 0;
+	if (root && root->options_len) {
+		st->orig_options = malloc(root->options_len);
+		if (!st->orig_options)
+			return -ENOMEM;
+		memcpy(st->orig_options, root->options, root->options_len);
+		st->orig_options_len = root->options_len;
+	}
+	return 0;
 }
 
 /*
@@ -179,22 +206,9 @@ static int cake_root_set(struct netlink *nl, const char *ifname, const char *dev
 		/* Ours was there and is not: someone removed or replaced it. */
 		log_info("%s: root qdisc of %s is %s, not wgshape's cake: putting cake back",
 			 ifname, dev, r == 0 ? root.kind : "the default");
-	if (orig && !orig->egress) {
-		/* First touch: remember what to put back on clear. */
-		snprintf(orig->orig_kind, sizeof(orig->orig_kind), "%s", r == 0 ? root.kind : "default");
-		orig->orig_handle = r == 0 ? root.handle : 0;
-		free(orig->orig_options);
-		orig->orig_options = NULL;
-		orig->orig_options_len = 0;
-		if (r == 0 && root.options_len) {
-			orig->orig_options = malloc(root.options_len);
-			if (!orig->orig_options) {
-				qdisc_info_clear(&root);
-				return fail(NULL, ifname, OP_STATE, -ENOMEM, "save root qdisc");
-			}
-			memcpy(orig->orig_options, root.options, root.options_len);
-			orig->orig_options_len = root.options_len;
-		}
+	if (orig && !orig->egress && remember_root(orig, r == 0 ? &root : NULL) < 0) {
+		qdisc_info_clear(&root);
+		return fail(NULL, ifname, OP_STATE, -ENOMEM, "save root qdisc");
 	}
 	snprintf(what, sizeof(what), "add cake on %s", dev);
 	if (r == 0 && root.handle && !strcmp(root.kind, "cake")) {
@@ -229,10 +243,88 @@ static int egress_set(struct netlink *nl, const char *ifname, const struct link_
 {
 	int r;
 
-	r = cake_root_set(nl, ifname, ifname, link->ifindex, st->egress, o, st, u);
-	if (r == 0)
+	/* From the per-peer tree back to one cake: the tree is not a cake to change. */
+	r = cake_root_set(nl, ifname, ifname, link->ifindex, st->egress && !st->tree, o, st, u);
+	if (r == 0) {
 		st->egress = true;
+		st->tree = false;
+		st->cap = 0;
+	}
 	return r;
+}
+
+/* Our HTB tree as the root, its size table counting overhead bytes a packet. */
+static int tree_root_set(struct netlink *nl, const char *ifname, const struct link_info *link,
+			 struct shape_state *st, int overhead, bool *fresh, struct undo *u)
+{
+	struct qdisc_info root = { 0 };
+	int r;
+
+	r = netlink_qdisc_root(nl, link->ifindex, &root);
+	if (r < 0 && r != -ENOENT)
+		return fail(nl, ifname, OP_CAKE, r, "read root qdisc");
+	*fresh = !(st->egress && st->tree && r == 0 && !strcmp(root.kind, "htb") &&
+		   root.handle == TREE_HANDLE(0));
+	if (!*fresh) {
+		qdisc_info_clear(&root);
+		if (overhead == st->overhead)
+			return 0;
+		r = netlink_htb_root_set(nl, link->ifindex, TREE_HANDLE(0), TREE_DEFAULT_MINOR,
+					 overhead, QDISC_CHANGE);
+		return r < 0 ? fail(nl, ifname, OP_CAKE, r, "change HTB size table") : 0;
+	}
+	if (st->egress && st->tree)
+		log_info("%s: wgshape's per-peer HTB root is gone: putting it back", ifname);
+	if (!st->egress && remember_root(st, r == 0 ? &root : NULL) < 0) {
+		qdisc_info_clear(&root);
+		return fail(NULL, ifname, OP_STATE, -ENOMEM, "save root qdisc");
+	}
+	/* A root of handle 1: would be changed, not replaced: delete it first. */
+	if (r == 0 && root.handle == TREE_HANDLE(0))
+		r = netlink_qdisc_del_root(nl, link->ifindex);
+	else
+		r = 0;
+	qdisc_info_clear(&root);
+	if (r == 0)
+		r = netlink_htb_root_set(nl, link->ifindex, TREE_HANDLE(0), TREE_DEFAULT_MINOR,
+					 overhead, QDISC_REPLACE);
+	if (r < 0)
+		return fail(nl, ifname, OP_CAKE, r, "add HTB root for per-peer shaping");
+	u->what = UNDO_RESTORE_ROOT;
+	u->ifindex = link->ifindex;
+	return 0;
+}
+
+/*
+ * Per-peer egress: the tree at the root, then every peer's class, cake and
+ * filters as st->peers and the cap say. A tree made here and not finished
+ * is taken away again (by the caller's undo).
+ */
+static int egress_tree_set(struct netlink *nl, const char *ifname, const struct link_info *link,
+			   struct shape_state *st, uint64_t cap, const struct cake_opts *o,
+			   struct undo *u)
+{
+	struct tree_input in = { .cap = cap, .opts = *o,
+				 .leaf_shapes = getenv("WGSHAPE_EXPERIMENT_LEAF_SHAPES") != NULL };
+	unsigned int changes;
+	bool fresh = false;
+	int r;
+
+	r = tree_root_set(nl, ifname, link, st, o->overhead, &fresh, u);
+	if (r < 0)
+		return r;
+	in.wants = (struct peer_want *)(void *)st->peers->data;
+	in.n_wants = st->peers->len;
+	r = tree_sync(nl, link, &in, fresh, &changes);
+	if (r < 0)
+		return r;
+	if (fresh)
+		log_debug("%s: per-peer shaping: %zu peers wanted, cap %s", ifname, in.n_wants,
+			 cap ? "set" : "none");
+	st->egress = true;
+	st->tree = true;
+	st->cap = cap;
+	return 0;
 }
 
 /* Take away our ingress qdisc and IFB; leave anyone else's alone. */
@@ -342,10 +434,10 @@ static int egress_off(struct netlink *nl, const char *ifname, const struct link_
 	r = netlink_qdisc_root(nl, link->ifindex, &root);
 	if (r < 0 && r != -ENOENT)
 		return fail(nl, ifname, OP_CAKE, r, "read root qdisc");
-	if (r == 0 && strcmp(root.kind, "cake") != 0) {
+	if (r == 0 && strcmp(root.kind, st->tree ? "htb" : "cake") != 0) {
 		/* Someone replaced our cake since: theirs stays. */
-		log_info("%s: root qdisc is %s now, not wgshape's cake: leaving it", ifname,
-			 root.kind);
+		log_info("%s: root qdisc is %s now, not wgshape's %s: leaving it", ifname,
+			 root.kind, st->tree ? "per-peer HTB" : "cake");
 	} else {
 		r = netlink_qdisc_restore(nl, link->ifindex, st->orig_kind, st->orig_handle,
 					  st->orig_options, st->orig_options_len);
@@ -356,6 +448,8 @@ static int egress_off(struct netlink *nl, const char *ifname, const struct link_
 	}
 	qdisc_info_clear(&root);
 	st->egress = false;
+	st->tree = false;
+	st->cap = 0;
 	return 0;
 }
 
@@ -450,11 +544,13 @@ static int overhead_auto(struct netlink *nl, const char *ifname, const struct li
 }
 
 /* Options alone (no direction named) apply to what is shaped now. */
-static int directions(const char *ifname, const struct shape_state *st, enum dir_action *eg,
-		      enum dir_action *in)
+static int directions(const char *ifname, const struct shape_state *st, bool req_peers,
+		      enum dir_action *eg, enum dir_action *in)
 {
 	if (*eg != DIR_KEEP || *in != DIR_KEEP)
 		return 0;
+	if (req_peers || st->tree)
+		return 0; /* a peer's rate, or the peers looked at again: the tree decides */
 	*eg = st->egress ? DIR_SET : DIR_KEEP;
 	*in = st->ingress ? DIR_SET : DIR_KEEP;
 	if (*eg == DIR_KEEP && *in == DIR_KEEP) {
@@ -501,6 +597,89 @@ static int overhead_for(struct netlink *nl, const char *ifname, const struct lin
 	return 0;
 }
 
+static bool peers_wanted(const struct shape_state *st)
+{
+	return st->peers && st->peers->len;
+}
+
+static struct peer_want *peer_in(GArray *peers, const uint8_t *key)
+{
+	for (guint i = 0; peers && i < peers->len; i++)
+		if (!memcmp(g_array_index(peers, struct peer_want, i).key, key, WG_KEY_LEN))
+			return &g_array_index(peers, struct peer_want, i);
+	return NULL;
+}
+
+/* Add or update one peer in now (keeping its class), or with rate 0 take it out. */
+static void peer_put(GArray *now, const struct peer_want *w)
+{
+	struct peer_want *have = peer_in(now, w->key), copy = *w;
+
+	if (!w->rate) {
+		if (have)
+			g_array_remove_index(now, (guint)(have - (struct peer_want *)(void *)now->data));
+		return;
+	}
+	copy.minor = have ? have->minor : 0;
+	if (have)
+		*have = copy;
+	else
+		g_array_append_val(now, copy);
+}
+
+/*
+ * The peers wanted after req, into st->peers. PEERS_ALL replaces every peer
+ * that did not come from `set` by hand; those stay unless req names them.
+ */
+static void peers_update(struct shape_state *st, const struct shape_request *req)
+{
+	GArray *now = g_array_new(false, true, sizeof(struct peer_want));
+
+	if (req->peers_action == PEERS_KEEP) {
+		g_array_free(now, true);
+		return;
+	}
+	for (guint i = 0; st->peers && i < st->peers->len; i++) {
+		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
+
+		if (req->peers_action == PEERS_ONE || !strcmp(w->source, "set"))
+			g_array_append_val(now, *w);
+	}
+	for (size_t i = 0; i < req->n_peers; i++) {
+		const struct peer_want *old = st->peers ? peer_in(st->peers, req->peers[i].key) : NULL;
+		struct peer_want w = req->peers[i];
+
+		peer_put(now, &w);
+		if (old && w.rate)
+			peer_in(now, w.key)->minor = old->minor;
+	}
+	if (st->peers)
+		g_array_free(st->peers, true);
+	st->peers = now;
+}
+
+/* The cap over all peers: egress's rate as asked, or as it is now. */
+static uint64_t tree_cap(struct netlink *nl, const struct link_info *link,
+			 const struct shape_state *st, const struct shape_request *req,
+			 enum dir_action eg)
+{
+	struct qdisc_info root = { 0 };
+	uint64_t cap = 0;
+
+	if (req->egress == DIR_SET)
+		return req->egress_rate;
+	if (eg == DIR_OFF)
+		return 0;
+	if (st->tree)
+		return st->cap;
+	/* one cake of ours at the root now: its rate becomes the cap */
+	if (st->egress && netlink_qdisc_root(nl, link->ifindex, &root) == 0 &&
+	    !strcmp(root.kind, "cake"))
+		cap = root.cake.rate;
+	qdisc_info_clear(&root);
+	return cap;
+}
+
 int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	      const struct shape_request *req)
 {
@@ -520,10 +699,11 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	if (r < 0)
 		return r;
 
-	r = directions(ifname, &st, &eg, &in);
+	r = directions(ifname, &st, req->peers_action != PEERS_KEEP, &eg, &in);
 	if (r < 0)
 		goto out;
-	if (eg == DIR_SET || in == DIR_SET) {
+	peers_update(&st, req);
+	if (eg == DIR_SET || in == DIR_SET || peers_wanted(&st) || st.tree) {
 		r = overhead_for(nl, ifname, &link, req, &st, &o, &warn);
 		if (r < 0)
 			goto out;
@@ -547,18 +727,22 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	if (r < 0)
 		goto out;
 
-	if (eg == DIR_SET) {
+	if (peers_wanted(&st)) {
+		r = egress_tree_set(nl, ifname, &link, &st, tree_cap(nl, &link, &st, req, eg), &o,
+				    &u_eg);
+	} else if (eg == DIR_SET || (eg == DIR_KEEP && st.tree && st.cap)) {
 		struct cake_opts oe = o;
 
-		if (req->egress == DIR_SET) {
-			oe.rate = req->egress_rate;
+		if (req->egress == DIR_SET || eg == DIR_KEEP) {
+			oe.rate = req->egress == DIR_SET ? req->egress_rate : st.cap;
 			oe.has |= CAKE_HAS_RATE;
 		}
 		r = egress_set(nl, ifname, &link, &st, &oe, &u_eg);
-	} else if (eg == DIR_OFF) {
+	} else if (eg == DIR_OFF || (eg == DIR_KEEP && st.tree)) {
 		r = egress_off(nl, ifname, &link, &st);
 	}
 	if (r < 0) {
+		undo_run(nl, &u_eg, &st, link.ifindex);
 		undo_run(nl, &u_in, &st, link.ifindex);
 		goto out;
 	}
@@ -642,6 +826,11 @@ void shape_view_clear(struct shape_view *v)
 {
 	qdisc_info_clear(&v->egress.qdisc);
 	qdisc_info_clear(&v->ingress.qdisc);
+	for (guint i = 0; v->peers && i < v->peers->len; i++)
+		qdisc_info_clear(&g_array_index(v->peers, struct shape_peer_view, i).leaf);
+	if (v->peers)
+		g_array_free(v->peers, true);
+	v->peers = NULL;
 }
 
 int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
@@ -678,6 +867,17 @@ int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
 	}
 	v.egress.shaped = r == 0 && !strcmp(v.egress.qdisc.kind, "cake");
 	v.egress.managed = v.egress.shaped && st.egress;
+	if (st.tree && r == 0 && !strcmp(v.egress.qdisc.kind, "htb")) {
+		v.tree = true;
+		v.cap = st.cap;
+		v.egress.shaped = v.egress.managed = true;
+		v.peers = g_array_new(false, true, sizeof(struct shape_peer_view));
+		r = tree_view(nl, &v.link, &st, v.peers);
+		if (r < 0) {
+			fail(nl, ifname, OP_CAKE, r, "read per-peer classes");
+			goto out;
+		}
+	}
 
 	shape_ifb_name(ifname, v.ingress.dev);
 	r = netlink_ingress_get(nl, v.link.ifindex, &present, &redirect);

@@ -12,8 +12,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <glib.h>
 
 #include "shape/cake.h"
+#include "shape/peers.h"
 #include "netlink/kernel.h"
 
 enum dir_action {
@@ -33,6 +35,15 @@ struct shape_request {
 	bool overhead_auto;
 	/* who asks, kept for show: "set" when NULL, "config FILE:LINE", ... */
 	const char *source;
+	/*
+	 * Per-peer download shaping on egress (src/shape/peers.h). PEERS_ALL:
+	 * peers are every peer the configuration shapes (those set by hand
+	 * stay); PEERS_ONE: peers[0] alone is set, or with rate 0 taken off.
+	 * With peers, egress's rate is the cap for them all.
+	 */
+	enum { PEERS_KEEP, PEERS_ALL, PEERS_ONE } peers_action;
+	const struct peer_want *peers;
+	size_t n_peers;
 };
 
 /* The IFB wgshape uses for ifname's download: "ifb4" + ifname, cut to 15. */
@@ -53,8 +64,26 @@ struct shape_dir_view {
 	struct qdisc_info qdisc; /* as the kernel reports it */
 };
 
+/* A class of the per-peer tree: the default class, or one peer's. */
+struct shape_peer_view {
+	char name[64]; /* "default" for the default class */
+	char key[45]; /* base64; "" for the default class */
+	char source[128];
+	uint64_t rate; /* the download asked for, bytes/s; 0: the default class */
+	uint16_t minor;
+	bool present; /* WireGuard has this peer now (always, for the default class) */
+	char allowed[512]; /* its AllowedIPs, ", " between them */
+	bool has_class;
+	struct tc_class_info cls;
+	bool has_leaf;
+	struct qdisc_info leaf;
+};
+
 struct shape_view {
 	struct link_info link;
+	bool tree; /* egress is per peer: the root is wgshape's HTB */
+	uint64_t cap; /* bytes/s, 0: none */
+	GArray *peers; /* struct shape_peer_view, the default class first; NULL if not tree */
 	bool has_state;
 	char source[256];
 	char overhead_reason[192];

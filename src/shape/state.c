@@ -10,7 +10,9 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "shape/peers.h"
 #include "shape/state.h"
+#include "shape/words.h"
 #include "util/ifname.h"
 
 #define SUFFIX ".state"
@@ -31,6 +33,8 @@ void shape_state_clear(struct shape_state *st)
 	if (!st)
 		return;
 	g_free(st->orig_options);
+	if (st->peers)
+		g_array_free(st->peers, true);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -58,6 +62,77 @@ static int gerror_to_errno(GError *err)
 			break;
 		}
 	return -EIO;
+}
+
+#define PEER_GROUP "peer "
+
+/* One [peer KEY] group: its class, rate, options (set's words), name and source. */
+static int peer_load(GKeyFile *kf, const char *group, struct peer_want *w)
+{
+	g_autofree char *name = NULL, *options = NULL, *source = NULL;
+	g_auto(GStrv) words = NULL;
+	struct shape_request req;
+	char err[128];
+	guint64 minor;
+
+	memset(w, 0, sizeof(*w));
+	if (wg_key_from_base64(group + strlen(PEER_GROUP), w->key) < 0)
+		return -EBADMSG;
+	minor = g_key_file_get_uint64(kf, group, "class", NULL);
+	w->minor = minor <= TREE_PEER_MINOR_LAST ? (uint16_t)minor : 0;
+	w->rate = g_key_file_get_uint64(kf, group, "rate", NULL);
+	name = g_key_file_get_string(kf, group, "name", NULL);
+	source = g_key_file_get_string(kf, group, "source", NULL);
+	options = g_key_file_get_string(kf, group, "options", NULL);
+	if (!w->rate)
+		return -EBADMSG;
+	g_strlcpy(w->name, name ? name : "", sizeof(w->name));
+	g_strlcpy(w->source, source ? source : "set", sizeof(w->source));
+	g_strlcpy(w->options, options ? options : "", sizeof(w->options));
+	words = g_strsplit_set(w->options, " ", -1);
+	if (w->options[0] &&
+	    shape_words_parse((int)g_strv_length(words), words, &req, err, sizeof(err)) < 0)
+		return -EBADMSG;
+	if (w->options[0])
+		w->opts = req.opts;
+	return 0;
+}
+
+static int peers_load(GKeyFile *kf, struct shape_state *st)
+{
+	g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
+
+	for (size_t i = 0; groups[i]; i++) {
+		struct peer_want w;
+
+		if (!g_str_has_prefix(groups[i], PEER_GROUP))
+			continue;
+		if (peer_load(kf, groups[i], &w) < 0)
+			return -EBADMSG;
+		if (!st->peers)
+			st->peers = g_array_new(false, true, sizeof(struct peer_want));
+		g_array_append_val(st->peers, w);
+	}
+	return 0;
+}
+
+static void peers_save(GKeyFile *kf, const struct shape_state *st)
+{
+	for (guint i = 0; st->peers && i < st->peers->len; i++) {
+		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
+		char key[45];
+		g_autofree char *group = NULL;
+
+		wg_key_to_base64(w->key, key);
+		group = g_strconcat(PEER_GROUP, key, NULL);
+		g_key_file_set_uint64(kf, group, "class", w->minor);
+		g_key_file_set_uint64(kf, group, "rate", w->rate);
+		if (w->name[0])
+			g_key_file_set_string(kf, group, "name", w->name);
+		g_key_file_set_string(kf, group, "source", w->source);
+		if (w->options[0])
+			g_key_file_set_string(kf, group, "options", w->options);
+	}
 }
 
 int state_load(const char *dir, const char *ifname, struct shape_state *out)
@@ -104,6 +179,13 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 		g_clear_pointer(&s, g_free);
 	}
 
+	st.tree = st.egress && g_key_file_get_boolean(kf, "egress", "per-peer", NULL);
+	st.cap = st.tree ? g_key_file_get_uint64(kf, "egress", "cap", NULL) : 0;
+	if (peers_load(kf, &st) < 0) {
+		shape_state_clear(&st);
+		return -EBADMSG;
+	}
+
 	st.ingress = g_key_file_has_group(kf, "ingress");
 	if (st.ingress) {
 		s = g_key_file_get_string(kf, "ingress", "ifb", NULL);
@@ -144,8 +226,13 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 			b64 = g_base64_encode(st->orig_options, st->orig_options_len);
 		g_key_file_set_string(kf, "egress", "original-options", b64 ? b64 : "");
 	}
+	if (st->egress && st->tree) {
+		g_key_file_set_boolean(kf, "egress", "per-peer", true);
+		g_key_file_set_uint64(kf, "egress", "cap", st->cap);
+	}
 	if (st->ingress)
 		g_key_file_set_string(kf, "ingress", "ifb", st->ifb);
+	peers_save(kf, st);
 
 	data = g_key_file_to_data(kf, &len, NULL);
 	path = state_path(dir, ifname);

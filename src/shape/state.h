@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <glib.h>
 
 struct shape_state {
 	int ifindex; /* of the interface when saved: a recreated one is not ours */
@@ -24,6 +25,9 @@ struct shape_state {
 	char overhead_reason[192]; /* why the overhead is what it is, for show */
 	int overhead; /* the overhead sent, so a hand-set one can be sent again */
 	char source[256]; /* who asked: "set", "config", ... (for show, and what apply may undo) */
+	bool tree; /* egress is per-peer: our HTB tree is the root (src/shape/peers.h) */
+	uint64_t cap; /* tree only: the egress rate for all peers together, bytes/s; 0: none */
+	GArray *peers; /* struct peer_want: peers shaped on their own, with their class; or NULL */
 };
 
 /*

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Per-peer shaping in the kernel: put wgshape's HTB tree at an interface's
+ * root, read back what is there, and carry out tree_diff's changes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "shape/peers.h"
+#include "shape/shape.h"
+#include "shape/state.h"
+#include "shape/tree.h"
+
+void tree_kernel_clear(struct tree_kernel_read *k)
+{
+	for (size_t i = 0; i < k->n_qdiscs; i++)
+		qdisc_info_clear(&k->qdiscs[i]);
+	free(k->classes);
+	free(k->qdiscs);
+	free(k->filters);
+	wg_peers_free(k->peers, k->n_peers);
+	memset(k, 0, sizeof(*k));
+}
+
+int tree_kernel_read(struct netlink *nl, const struct link_info *link, struct tree_kernel_read *k)
+{
+	int r;
+
+	memset(k, 0, sizeof(*k));
+	r = netlink_wg_peers(nl, link->name, &k->peers, &k->n_peers);
+	if (r < 0) {
+		k->failed = "read WireGuard peers";
+		return r;
+	}
+	r = netlink_class_list(nl, link->ifindex, &k->classes, &k->n_classes);
+	if (r == 0)
+		r = netlink_qdisc_list(nl, link->ifindex, &k->qdiscs, &k->n_qdiscs);
+	if (r == 0)
+		r = netlink_flower_list(nl, link->ifindex, TREE_HANDLE(0), &k->filters,
+					&k->n_filters);
+	if (r < 0) {
+		k->failed = "read classes, qdiscs and filters";
+		tree_kernel_clear(k);
+	}
+	return r;
+}
+
+static int op_run(struct netlink *nl, int ifindex, const struct tree_op *op)
+{
+	uint32_t id = TREE_HANDLE(op->minor);
+	uint32_t parent = op->minor == TREE_CAP_MINOR ? TREE_HANDLE(0) : TREE_HANDLE(TREE_CAP_MINOR);
+
+	switch (op->kind) {
+	case TREE_FILTER_DEL:
+		return netlink_filter_del(nl, ifindex, op->filter.parent, op->filter.prio,
+					  op->filter.dst.family, op->filter.handle);
+	case TREE_CLASS_ADD:
+		return netlink_htb_class_set(nl, ifindex, id, parent, op->rate, op->ceil, QDISC_ADD);
+	case TREE_CLASS_CHANGE:
+		return netlink_htb_class_set(nl, ifindex, id, parent, op->rate, op->ceil,
+					     QDISC_CHANGE);
+	case TREE_LEAF_ADD:
+		return netlink_cake_set_at(nl, ifindex, id, TREE_LEAF_HANDLE(op->minor), &op->cake,
+					   QDISC_REPLACE);
+	case TREE_LEAF_CHANGE:
+		return netlink_cake_set_at(nl, ifindex, id, TREE_LEAF_HANDLE(op->minor), &op->cake,
+					   QDISC_CHANGE);
+	case TREE_FILTER_ADD:
+		return netlink_flower_add(nl, ifindex, op->filter.parent, op->filter.prio, 0,
+					  &op->filter.dst, op->filter.classid);
+	case TREE_CLASS_DEL:
+		return netlink_class_del(nl, ifindex, id);
+	}
+	return -EINVAL;
+}
+
+static const char *op_name(enum tree_op_kind kind)
+{
+	static const char *const names[] = {
+		[TREE_FILTER_DEL] = "delete filter",	[TREE_CLASS_ADD] = "add class",
+		[TREE_CLASS_CHANGE] = "change class",	[TREE_LEAF_ADD] = "add cake to class",
+		[TREE_LEAF_CHANGE] = "change cake of class", [TREE_FILTER_ADD] = "add filter",
+		[TREE_CLASS_DEL] = "delete class",
+	};
+
+	return names[kind];
+}
+
+/* Carry out ops; the first failure stops (what is done stays: the next reconcile goes on). */
+static int ops_run(struct netlink *nl, const struct link_info *link, GArray *ops)
+{
+	for (guint i = 0; i < ops->len; i++) {
+		const struct tree_op *op = &g_array_index(ops, struct tree_op, i);
+		char pfx[64] = "";
+		int r;
+
+		r = op_run(nl, link->ifindex, op);
+		if (r == -ENOENT && (op->kind == TREE_FILTER_DEL || op->kind == TREE_CLASS_DEL))
+			r = 0; /* gone already */
+		if (r < 0) {
+			if (op->kind == TREE_FILTER_ADD || op->kind == TREE_FILTER_DEL)
+				tc_prefix_str(&op->filter.dst, pfx, sizeof(pfx));
+			log_err("%s: %s 1:%x%s%s: %s", link->name, op_name(op->kind), op->minor,
+				*pfx ? " for " : "", pfx,
+				*netlink_ext_msg(nl) ? netlink_ext_msg(nl) : strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+int tree_sync(struct netlink *nl, const struct link_info *link, struct tree_input *in,
+	      bool say_warnings, unsigned int *changes)
+{
+	struct tree_kernel_read k;
+	struct tree_kernel view;
+	struct tree_plan plan;
+	g_autoptr(GArray) ops = g_array_new(false, true, sizeof(struct tree_op));
+	int r;
+
+	*changes = 0;
+	r = tree_kernel_read(nl, link, &k);
+	if (r < 0) {
+		log_err("%s: %s: %s", link->name, k.failed,
+			*netlink_ext_msg(nl) ? netlink_ext_msg(nl) : strerror(-r));
+		return r;
+	}
+	in->peers = k.peers;
+	in->n_peers = k.n_peers;
+	tree_plan_init(&plan);
+	r = tree_plan(in, &plan);
+	if (r < 0) {
+		log_err("%s: more peers than class ids (%u)", link->name,
+			TREE_PEER_MINOR_LAST - TREE_PEER_MINOR_FIRST + 1);
+		goto out;
+	}
+	view = (struct tree_kernel){ k.classes, k.n_classes, k.qdiscs, k.n_qdiscs, k.filters,
+				     k.n_filters };
+	tree_diff(&plan, &view, ops);
+	*changes = ops->len;
+	if (say_warnings || ops->len)
+		for (guint i = 0; i < plan.warnings->len; i++)
+			log_warn("%s: %s", link->name, (char *)plan.warnings->pdata[i]);
+	log_debug("%s: per-peer shaping: %u changes", link->name, ops->len);
+	r = ops_run(nl, link, ops);
+out:
+	in->peers = NULL;
+	in->n_peers = 0;
+	tree_plan_clear(&plan);
+	tree_kernel_clear(&k);
+	return r;
+}
+
+/* The kernel's class minor and its leaf, into v (leaf's options are moved). */
+static void view_class(struct tree_kernel_read *k, struct shape_peer_view *v)
+{
+	for (size_t i = 0; i < k->n_classes; i++)
+		if (k->classes[i].classid == TREE_HANDLE(v->minor)) {
+			v->cls = k->classes[i];
+			v->has_class = true;
+		}
+	for (size_t i = 0; i < k->n_qdiscs; i++)
+		if (k->qdiscs[i].parent == TREE_HANDLE(v->minor)) {
+			v->leaf = k->qdiscs[i];
+			memset(&k->qdiscs[i], 0, sizeof(k->qdiscs[i]));
+			v->has_leaf = true;
+		}
+}
+
+static void view_allowed(const struct wg_peer *p, struct shape_peer_view *v)
+{
+	size_t used = 0;
+	char pfx[64];
+
+	for (size_t i = 0; i < p->n_allowed && used < sizeof(v->allowed); i++)
+		used += (size_t)snprintf(v->allowed + used, sizeof(v->allowed) - used, "%s%s",
+					 i ? ", " : "", tc_prefix_str(&p->allowed[i], pfx, sizeof(pfx)));
+}
+
+int tree_view(struct netlink *nl, const struct link_info *link, const struct shape_state *st,
+	      GArray *out)
+{
+	struct tree_kernel_read k;
+	struct shape_peer_view def = { .name = "default", .minor = TREE_DEFAULT_MINOR,
+				       .present = true };
+	int r;
+
+	r = tree_kernel_read(nl, link, &k);
+	if (r < 0)
+		return r;
+	view_class(&k, &def);
+	g_array_append_val(out, def);
+	for (guint i = 0; st->peers && i < st->peers->len; i++) {
+		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
+		struct shape_peer_view v = { .rate = w->rate, .minor = w->minor };
+
+		snprintf(v.name, sizeof(v.name), "%s", w->name);
+		snprintf(v.source, sizeof(v.source), "%s", w->source);
+		wg_key_to_base64(w->key, v.key);
+		for (size_t p = 0; p < k.n_peers; p++)
+			if (!memcmp(k.peers[p].key, w->key, WG_KEY_LEN)) {
+				v.present = true;
+				view_allowed(&k.peers[p], &v);
+			}
+		if (v.present)
+			view_class(&k, &v);
+		g_array_append_val(out, v);
+	}
+	tree_kernel_clear(&k);
+	return 0;
+}

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Per-peer shaping without a kernel: the plan (peers + wanted rates -> classes
+ * and filters) and its diff against what the kernel has.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "shape/peers.h"
+#include "shape/state.h"
+
+static struct tc_prefix pfx(const char *s)
+{
+	g_auto(GStrv) parts = g_strsplit(s, "/", 2);
+	struct tc_prefix p = { 0 };
+
+	p.family = strchr(parts[0], ':') ? AF_INET6 : AF_INET;
+	g_assert_cmpint(inet_pton(p.family, parts[0], p.addr), ==, 1);
+	p.prefixlen = (unsigned int)atoi(parts[1]);
+	return p;
+}
+
+/* A peer whose key is 32 bytes of k, with AllowedIPs from a NULL-ended list. */
+static struct wg_peer peer(uint8_t k, const char *const *allowed)
+{
+	struct wg_peer p = { .endpoint_family = AF_INET };
+	size_t n = 0;
+
+	memset(p.key, k, sizeof(p.key));
+	while (allowed[n])
+		n++;
+	p.allowed = g_new0(struct tc_prefix, n);
+	for (size_t i = 0; i < n; i++)
+		p.allowed[i] = pfx(allowed[i]);
+	p.n_allowed = n;
+	return p;
+}
+
+static struct peer_want want(uint8_t k, uint64_t rate)
+{
+	struct peer_want w = { .rate = rate };
+
+	memset(w.key, k, sizeof(w.key));
+	return w;
+}
+
+static void peers_free(struct wg_peer *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		g_free(p[i].allowed);
+}
+
+static const struct tree_class *class_of(const struct tree_plan *p, uint16_t minor)
+{
+	for (guint i = 0; i < p->classes->len; i++)
+		if (g_array_index(p->classes, struct tree_class, i).minor == minor)
+			return &g_array_index(p->classes, struct tree_class, i);
+	return NULL;
+}
+
+static void test_plan_basic(void)
+{
+	struct wg_peer peers[] = {
+		peer(1, (const char *const[]){ "10.0.0.2/32", "fd00::2/128", NULL }),
+		peer(2, (const char *const[]){ "10.0.0.3/32", NULL }),
+	};
+	struct peer_want wants[] = { want(1, 1000000), want(9, 500000) }; /* 9: not on wg0 */
+	struct tree_input in = { peers, 2, wants, 2, 0, { 0 } };
+	struct tree_plan p;
+	const struct tree_class *c;
+
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	/* the cap (unlimited), the default, and the one wanted peer WireGuard has */
+	g_assert_cmpuint(p.classes->len, ==, 3);
+	c = class_of(&p, TREE_CAP_MINOR);
+	g_assert_nonnull(c);
+	g_assert_false(c->leaf);
+	g_assert_cmpuint(c->ceil, ==, TREE_RATE_UNLIMITED);
+	c = class_of(&p, TREE_DEFAULT_MINOR);
+	g_assert_true(c->leaf && (c->cake.has & CAKE_HAS_FLOW_MODE));
+	g_assert_cmpuint(c->cake.flow_mode, ==, 6); /* dual-dsthost */
+	g_assert_cmpuint(wants[0].minor, ==, TREE_PEER_MINOR_FIRST);
+	g_assert_cmpuint(wants[1].minor, ==, TREE_PEER_MINOR_FIRST + 1); /* kept for when it comes */
+	c = class_of(&p, TREE_PEER_MINOR_FIRST);
+	g_assert_cmpuint(c->rate, ==, 1000000);
+	g_assert_cmpuint(c->ceil, ==, 1000000);
+	g_assert_true((c->cake.has & CAKE_HAS_RATE) && c->cake.rate == 0); /* HTB shapes */
+	g_assert_null(class_of(&p, TREE_PEER_MINOR_FIRST + 1));
+	/* both of peer 1's AllowedIPs, none of peer 2's (it has no rate: default class) */
+	g_assert_cmpuint(p.filters->len, ==, 2);
+	for (guint i = 0; i < p.filters->len; i++)
+		g_assert_cmpuint(g_array_index(p.filters, struct tree_filter, i).minor, ==,
+				 TREE_PEER_MINOR_FIRST);
+	g_assert_cmpuint(p.warnings->len, ==, 0);
+	tree_plan_clear(&p);
+	peers_free(peers, G_N_ELEMENTS(peers));
+}
+
+static void test_plan_minors(void)
+{
+	struct wg_peer peers[] = { peer(1, (const char *const[]){ "10.0.0.2/32", NULL }),
+				   peer(2, (const char *const[]){ "10.0.0.3/32", NULL }),
+				   peer(3, (const char *const[]){ "10.0.0.4/32", NULL }) };
+	/* 2 kept its class; 3 claims the same one (a corrupt state): it gets another */
+	struct peer_want wants[] = { want(1, 1000), want(2, 1000), want(3, 1000) };
+	struct tree_input in = { peers, 3, wants, 3, 0, { 0 } };
+	struct tree_plan p;
+
+	wants[1].minor = 0x20;
+	wants[2].minor = 0x20;
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	g_assert_cmpuint(wants[1].minor, ==, 0x20);
+	g_assert_cmpuint(wants[0].minor, ==, TREE_PEER_MINOR_FIRST);
+	g_assert_cmpuint(wants[2].minor, ==, TREE_PEER_MINOR_FIRST + 1);
+	tree_plan_clear(&p);
+	peers_free(peers, G_N_ELEMENTS(peers));
+}
+
+static void test_plan_cap(void)
+{
+	struct wg_peer peers[] = { peer(1, (const char *const[]){ "10.0.0.2/32", NULL }),
+				   peer(2, (const char *const[]){ "10.0.0.3/32", NULL }) };
+	struct peer_want wants[] = { want(1, 3000000), want(2, 1000000) };
+	struct tree_input in = { peers, 2, wants, 2, 2000000, { 0 } };
+	struct tree_plan p;
+	uint64_t sum = 0;
+
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	g_assert_cmpuint(class_of(&p, TREE_CAP_MINOR)->rate, ==, 2000000);
+	/* no peer above the cap; the guarantees (default's too) fit in it */
+	g_assert_cmpuint(class_of(&p, TREE_PEER_MINOR_FIRST)->ceil, ==, 2000000);
+	g_assert_cmpuint(class_of(&p, TREE_PEER_MINOR_FIRST + 1)->ceil, ==, 1000000);
+	g_assert_cmpuint(class_of(&p, TREE_DEFAULT_MINOR)->ceil, ==, 2000000);
+	for (guint i = 1; i < p.classes->len; i++)
+		sum += g_array_index(p.classes, struct tree_class, i).rate;
+	g_assert_cmpuint(sum, <=, 2000000);
+	g_assert_cmpuint(sum, >=, 1990000);
+	/* shared out in proportion to the ceils */
+	g_assert_cmpuint(class_of(&p, TREE_PEER_MINOR_FIRST)->rate, <=,
+			 2 * class_of(&p, TREE_PEER_MINOR_FIRST + 1)->rate + 2);
+	g_assert_cmpuint(class_of(&p, TREE_PEER_MINOR_FIRST)->rate + 2, >=,
+			 2 * class_of(&p, TREE_PEER_MINOR_FIRST + 1)->rate);
+	tree_plan_clear(&p);
+	peers_free(peers, G_N_ELEMENTS(peers));
+}
+
+static void test_plan_overlap(void)
+{
+	struct wg_peer peers[] = {
+		peer(1, (const char *const[]){ "10.0.0.0/24", "10.9.0.1/32", NULL }),
+		peer(2, (const char *const[]){ "10.0.0.5/32", NULL }), /* inside peer 1's /24 */
+		peer(3, (const char *const[]){ "0.0.0.0/0", "fd00::/64", NULL }),
+		peer(4, (const char *const[]){ "fd00::7/128", "fd01::/64", NULL }),
+		/* wider than peer 4's fd01::/64 but not shaped: no conflict */
+		peer(5, (const char *const[]){ "fd01::/32", "::/0", NULL }),
+	};
+	struct peer_want wants[] = { want(1, 1000), want(3, 1000), want(4, 1000) };
+	struct tree_input in = { peers, 5, wants, 3, 0, { 0 } };
+	struct tree_plan p;
+	char buf[64];
+
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	/* left: peer 1's 10.9.0.1/32, peer 4's fd01::/64 */
+	g_assert_cmpuint(p.filters->len, ==, 2);
+	g_assert_cmpstr(tc_prefix_str(&g_array_index(p.filters, struct tree_filter, 0).dst, buf,
+				      sizeof(buf)), ==, "10.9.0.1/32");
+	g_assert_cmpstr(tc_prefix_str(&g_array_index(p.filters, struct tree_filter, 1).dst, buf,
+				      sizeof(buf)), ==, "fd01::/64");
+	/* 10.0.0.0/24, 0.0.0.0/0, fd00::/64 and fd00::7/128, each named (peer 2 is not shaped) */
+	g_assert_cmpuint(p.warnings->len, ==, 4);
+	for (guint i = 0; i < p.warnings->len; i++)
+		g_assert_nonnull(strstr(p.warnings->pdata[i], "default class"));
+	tree_plan_clear(&p);
+	peers_free(peers, G_N_ELEMENTS(peers));
+}
+
+static void test_prefix(void)
+{
+	struct tc_prefix a = pfx("10.0.0.0/8"), b = pfx("10.200.1.0/24"), c = pfx("11.0.0.0/8");
+	struct tc_prefix d = pfx("fd00::/7"), e = pfx("fc00::1/128"), f = pfx("10.0.0.0/9");
+	uint8_t key[WG_KEY_LEN], back[WG_KEY_LEN];
+	char b64[45];
+
+	g_assert_true(tc_prefix_contains(&a, &b));
+	g_assert_false(tc_prefix_contains(&b, &a));
+	g_assert_false(tc_prefix_contains(&a, &c));
+	g_assert_true(tc_prefix_contains(&d, &e)); /* fc00::/7 holds fc and fd */
+	g_assert_false(tc_prefix_contains(&a, &d));
+	g_assert_true(tc_prefix_contains(&a, &f));
+	g_assert_false(tc_prefix_contains(&f, &b)); /* 10.200 is in the upper half */
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(i * 7 + 3);
+	wg_key_to_base64(key, b64);
+	g_assert_cmpuint(strlen(b64), ==, 44);
+	g_assert_cmpint(wg_key_from_base64(b64, back), ==, 0);
+	g_assert_cmpmem(key, sizeof(key), back, sizeof(back));
+	b64[5] = '*';
+	g_assert_cmpint(wg_key_from_base64(b64, back), ==, -EINVAL);
+	g_assert_cmpint(wg_key_from_base64("abc", back), ==, -EINVAL);
+	g_assert_cmpint(wg_key_from_base64(NULL, back), ==, -EINVAL);
+}
+
+/* The kernel as the plan would leave it: every class with its leaf, every filter. */
+struct fake_kernel {
+	GArray *classes, *qdiscs, *filters;
+};
+
+static void kernel_from_plan(const struct tree_plan *p, struct fake_kernel *k)
+{
+	k->classes = g_array_new(false, true, sizeof(struct tc_class_info));
+	k->qdiscs = g_array_new(false, true, sizeof(struct qdisc_info));
+	k->filters = g_array_new(false, true, sizeof(struct flower_info));
+	for (guint i = 0; i < p->classes->len; i++) {
+		const struct tree_class *c = &g_array_index(p->classes, struct tree_class, i);
+		struct tc_class_info ci = { .classid = TREE_HANDLE(c->minor), .rate = c->rate,
+					    .ceil = c->ceil };
+		struct qdisc_info q = { .kind = "cake", .parent = TREE_HANDLE(c->minor),
+					.cake = c->cake };
+
+		/* as the kernel reports them: a class at the root has TC_H_ROOT */
+		ci.parent = c->minor == TREE_CAP_MINOR ? 0xffffffffu : TREE_HANDLE(1);
+		g_array_append_val(k->classes, ci);
+		if (c->leaf)
+			g_array_append_val(k->qdiscs, q);
+	}
+	for (guint i = 0; i < p->filters->len; i++) {
+		const struct tree_filter *f = &g_array_index(p->filters, struct tree_filter, i);
+		struct flower_info fi = { .parent = TREE_HANDLE(0), .prio = 1, .handle = i + 1,
+					  .dst = f->dst, .classid = TREE_HANDLE(f->minor) };
+
+		g_array_append_val(k->filters, fi);
+	}
+}
+
+static void kernel_free(struct fake_kernel *k)
+{
+	g_array_free(k->classes, true);
+	g_array_free(k->qdiscs, true);
+	g_array_free(k->filters, true);
+}
+
+static struct tree_kernel view(const struct fake_kernel *k)
+{
+	return (struct tree_kernel){ (void *)k->classes->data, k->classes->len, (void *)k->qdiscs->data,
+				     k->qdiscs->len, (void *)k->filters->data, k->filters->len };
+}
+
+static GArray *diff(struct tree_input *in, const struct tree_kernel *k, struct tree_plan *p)
+{
+	GArray *ops = g_array_new(false, true, sizeof(struct tree_op));
+
+	tree_plan_init(p);
+	g_assert_cmpint(tree_plan(in, p), ==, 0);
+	tree_diff(p, k, ops);
+	return ops;
+}
+
+static unsigned int count(GArray *ops, enum tree_op_kind kind)
+{
+	unsigned int n = 0;
+
+	for (guint i = 0; i < ops->len; i++)
+		n += g_array_index(ops, struct tree_op, i).kind == kind;
+	return n;
+}
+
+static void test_diff(void)
+{
+	struct wg_peer peers[] = {
+		peer(1, (const char *const[]){ "10.0.0.2/32", "fd00::2/128", NULL }),
+		peer(2, (const char *const[]){ "10.0.0.3/32", NULL }),
+	};
+	struct peer_want wants[] = { want(1, 1000000), want(2, 2000000) };
+	struct tree_input in = { peers, 2, wants, 2, 0, { 0 } };
+	struct tree_kernel empty = { 0 }, kv;
+	struct fake_kernel k;
+	struct tree_plan p, p2;
+	g_autoptr(GArray) ops = NULL;
+	enum tree_op_kind last = TREE_FILTER_DEL;
+
+	/* from nothing: classes (the cap first) and leaves before the filters */
+	ops = diff(&in, &empty, &p);
+	g_assert_cmpuint(count(ops, TREE_CLASS_ADD), ==, 4);
+	g_assert_cmpuint(count(ops, TREE_LEAF_ADD), ==, 3);
+	g_assert_cmpuint(count(ops, TREE_FILTER_ADD), ==, 3);
+	g_assert_cmpuint(ops->len, ==, 10);
+	g_assert_cmpuint(g_array_index(ops, struct tree_op, 0).minor, ==, TREE_CAP_MINOR);
+	for (guint i = 0; i < ops->len; i++) {
+		enum tree_op_kind kind = g_array_index(ops, struct tree_op, i).kind;
+
+		/* once the filters start, only filters */
+		g_assert_true(kind == TREE_FILTER_ADD || last != TREE_FILTER_ADD);
+		last = kind;
+	}
+	kernel_from_plan(&p, &k);
+	tree_plan_clear(&p);
+	g_clear_pointer(&ops, g_array_unref);
+
+	/* as planned: nothing to do */
+	kv = view(&k);
+	ops = diff(&in, &kv, &p);
+	g_assert_cmpuint(ops->len, ==, 0);
+	tree_plan_clear(&p);
+	g_clear_pointer(&ops, g_array_unref);
+
+	/* one rate: one class changed in place, nothing else */
+	wants[1].rate = 1500000;
+	ops = diff(&in, &kv, &p);
+	g_assert_cmpuint(ops->len, ==, 1);
+	g_assert_cmpint(g_array_index(ops, struct tree_op, 0).kind, ==, TREE_CLASS_CHANGE);
+	g_assert_cmpuint(g_array_index(ops, struct tree_op, 0).minor, ==, wants[1].minor);
+	g_assert_cmpuint(g_array_index(ops, struct tree_op, 0).ceil, ==, 1500000);
+	tree_plan_clear(&p);
+	g_clear_pointer(&ops, g_array_unref);
+
+	/* peer 1 no longer wanted: its two filters go first, its class last */
+	in.wants = &wants[1];
+	in.n_wants = 1;
+	wants[1].rate = 2000000;
+	ops = diff(&in, &kv, &p2);
+	g_assert_cmpuint(ops->len, ==, 3);
+	g_assert_cmpint(g_array_index(ops, struct tree_op, 0).kind, ==, TREE_FILTER_DEL);
+	g_assert_cmpint(g_array_index(ops, struct tree_op, 1).kind, ==, TREE_FILTER_DEL);
+	g_assert_cmpint(g_array_index(ops, struct tree_op, 2).kind, ==, TREE_CLASS_DEL);
+	g_assert_cmpuint(g_array_index(ops, struct tree_op, 2).minor, ==, wants[0].minor);
+	tree_plan_clear(&p2);
+	g_clear_pointer(&ops, g_array_unref);
+
+	/* a peer's AllowedIPs changed: the old filter goes, the new one comes */
+	in.wants = wants;
+	in.n_wants = 2;
+	peers[1].allowed[0] = pfx("10.0.0.30/32");
+	ops = diff(&in, &kv, &p);
+	g_assert_cmpuint(ops->len, ==, 2);
+	g_assert_cmpint(g_array_index(ops, struct tree_op, 0).kind, ==, TREE_FILTER_DEL);
+	g_assert_cmpint(g_array_index(ops, struct tree_op, 1).kind, ==, TREE_FILTER_ADD);
+	tree_plan_clear(&p);
+	kernel_free(&k);
+	peers_free(peers, G_N_ELEMENTS(peers));
+}
+
+static void test_state(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("wgshape-peers-XXXXXX", NULL);
+	struct shape_state st = { .ifindex = 3, .egress = true, .tree = true, .cap = 125000 };
+	struct shape_state back = { 0 };
+	struct peer_want w = want(5, 250000);
+	const struct peer_want *b;
+
+	g_strlcpy(st.orig_kind, "noqueue", sizeof(st.orig_kind));
+	w.minor = 0x11;
+	g_strlcpy(w.name, "laptop", sizeof(w.name));
+	g_strlcpy(w.source, "config /etc/wgshape/wgshape.conf:7", sizeof(w.source));
+	g_strlcpy(w.options, "diffserv4 ack-filter", sizeof(w.options));
+	st.peers = g_array_new(false, true, sizeof(struct peer_want));
+	g_array_append_val(st.peers, w);
+	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_true(back.tree);
+	g_assert_cmpuint(back.cap, ==, 125000);
+	g_assert_nonnull(back.peers);
+	g_assert_cmpuint(back.peers->len, ==, 1);
+	b = &g_array_index(back.peers, struct peer_want, 0);
+	g_assert_cmpmem(b->key, WG_KEY_LEN, w.key, WG_KEY_LEN);
+	g_assert_cmpuint(b->minor, ==, 0x11);
+	g_assert_cmpuint(b->rate, ==, 250000);
+	g_assert_cmpstr(b->name, ==, "laptop");
+	g_assert_cmpstr(b->source, ==, w.source);
+	g_assert_true(b->opts.has & CAKE_HAS_DIFFSERV);
+	g_assert_cmpuint(b->opts.ack_filter, ==, 1);
+	state_remove(dir, "wg0");
+	g_rmdir(dir);
+	shape_state_clear(&st);
+	shape_state_clear(&back);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/peers/plan", test_plan_basic);
+	g_test_add_func("/peers/minors", test_plan_minors);
+	g_test_add_func("/peers/cap", test_plan_cap);
+	g_test_add_func("/peers/overlap", test_plan_overlap);
+	g_test_add_func("/peers/prefix-and-key", test_prefix);
+	g_test_add_func("/peers/diff", test_diff);
+	g_test_add_func("/peers/state", test_state);
+	return g_test_run();
+}
