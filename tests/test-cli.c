@@ -58,11 +58,28 @@ static void test_tune_args(void)
 		{ "ping h", "egress needs upload URL" },
 		{ "ingress ping h upload http://x/", "ingress needs download URL" },
 		{ "server h fast", "'fast' is not an option" },
+		/* a malformed far end is a usage error, before any interface is looked at */
+		{ "server 1.2.3.4:0", "server: '1.2.3.4:0' is not" },
+		{ "server [::1", "server: '[::1' is not" },
+		{ "ping a;b download http://x/ ingress", "ping: " },
+		{ "ingress ping h download ftp://x/", "download: 'ftp://x/' is not" },
+		{ "ingress ping h download http://", "download: " },
+		{ "ping h upload file:///etc/passwd", "upload: " },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_test_message("%s", bad[i].line);
 		g_assert_cmpint(tune_parse(bad[i].line, &a, err, sizeof(err)), ==, -EINVAL);
 		g_assert_nonnull(strstr(err, bad[i].says));
+	}
+	/* hosts with a space or a newline, as a shell passes them */
+	static const char *const hosts[] = { "a b", "a\nb", "h\x1b[2J", "" };
+	for (size_t i = 0; i < G_N_ELEMENTS(hosts); i++) {
+		char *argv[] = { "server", (char *)hosts[i], NULL };
+
+		g_assert_cmpint(tune_args_parse(2, argv, &a, err, sizeof(err)), ==, -EINVAL);
+		g_assert_nonnull(strstr(err, "server: "));
+		g_assert_null(strchr(err, '\n'));
+		g_assert_null(strchr(err, '\x1b'));
 	}
 }
 

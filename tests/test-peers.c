@@ -10,6 +10,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "safe-tmp.h"
 #include "shape/peers.h"
 #include "shape/state.h"
 
@@ -349,7 +350,7 @@ static void test_diff(void)
 
 static void test_state(void)
 {
-	g_autofree char *dir = g_dir_make_tmp("wgshape-peers-XXXXXX", NULL);
+	g_autofree char *dir = safe_tmp_dir("wgshape-peers");
 	struct shape_state st = { .ifindex = 3, .egress = true, .tree = true, .cap = 125000 };
 	struct shape_state back = { 0 };
 	struct peer_want w = want(5, 250000);

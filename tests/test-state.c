@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "safe-tmp.h"
 #include "shape/state.h"
 #include "util/ifname.h"
 
@@ -30,7 +33,7 @@ static void test_ifname(void)
 
 static void test_roundtrip(void)
 {
-	g_autofree char *dir = g_dir_make_tmp("wgshape-state-XXXXXX", NULL);
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
 	g_autofree char *sub = g_build_filename(dir, "run", "wgshape", NULL);
 	static const unsigned char opts[] = { 8, 0, 1, 0, 0x10, 0x27, 0, 0, 0xff };
 	struct shape_state st = { 0 }, back = { 0 };
@@ -88,7 +91,7 @@ static void test_roundtrip(void)
 
 static void test_refuses(void)
 {
-	g_autofree char *dir = g_dir_make_tmp("wgshape-state-XXXXXX", NULL);
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
 	g_autofree char *path = g_build_filename(dir, "bad.state", NULL);
 	struct shape_state st = { 0 }, back = { .ifindex = 99 };
 	char **names = NULL;
@@ -137,9 +140,27 @@ static void write_hold(const char *dir, const char *ifname, const char *text)
 	g_assert_true(g_file_set_contents(path, text, -1, NULL));
 }
 
+/* When pid started: field 22 of /proc/PID/stat, as a tune writes it in its hold. */
+static unsigned long long start_of(pid_t pid)
+{
+	g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+	g_autofree char *data = NULL;
+	g_auto(GStrv) f = NULL;
+
+	g_assert_true(g_file_get_contents(path, &data, NULL, NULL));
+	f = g_strsplit(strrchr(data, ')') + 2, " ", 0);
+	return g_ascii_strtoull(f[19], NULL, 10);
+}
+
+/* The line a tune of ifname writes: "PID START tune IFNAME". */
+static char *hold_text(pid_t pid, const char *ifname)
+{
+	return g_strdup_printf("%d %llu tune %s\n", (int)pid, start_of(pid), ifname);
+}
+
 static void test_hold(void)
 {
-	g_autofree char *dir = g_dir_make_tmp("wgshape-state-XXXXXX", NULL);
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
 	g_autofree char *sub = g_build_filename(dir, "run", NULL);
 	g_autofree char *other = NULL, *path = NULL;
 	char **names = NULL;
@@ -162,7 +183,7 @@ static void test_hold(void)
 
 	/* another live process holds it: busy, and not ours to release */
 	child = spawn_blocked(&release);
-	other = g_strdup_printf("%d\n", (int)child);
+	other = hold_text(child, "wg0");
 	write_hold(sub, "wg0", other);
 	g_assert_cmpint(state_holder(sub, "wg0"), ==, child);
 	g_assert_cmpint(state_hold(sub, "wg0", &holder), ==, -EBUSY);
@@ -179,7 +200,9 @@ static void test_hold(void)
 	state_release(sub, "wg0");
 
 	/* a live PID of another program (PID 1 is never this test) is no hold */
-	write_hold(sub, "wg0", "1\n");
+	g_free(other);
+	other = hold_text(1, "wg0");
+	write_hold(sub, "wg0", other);
 	g_assert_cmpint(state_holder(sub, "wg0"), ==, 0);
 	/* nor is what is not a PID */
 	write_hold(sub, "wg0", "12x\n");
@@ -194,6 +217,126 @@ static void test_hold(void)
 	g_rmdir(dir);
 }
 
+/*
+ * A wgshape that is not a tune of this interface is no hold: any other
+ * wgshape (a serve) living under the PID, a process that has the PID now
+ * but started after the hold was written, a hold of another interface.
+ */
+static void test_hold_who(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *text = NULL;
+	int release, status;
+	pid_t child = spawn_blocked(&release);
+
+	text = g_strdup_printf("%d\n", (int)child); /* the PID alone */
+	write_hold(dir, "wg0", text);
+	g_assert_cmpint(state_holder(dir, "wg0"), ==, 0);
+	g_free(text);
+	text = g_strdup_printf("%d %llu tune wg0\n", (int)child, start_of(child) - 1);
+	write_hold(dir, "wg0", text);
+	g_assert_cmpint(state_holder(dir, "wg0"), ==, 0);
+	g_free(text);
+	text = hold_text(child, "wg1");
+	write_hold(dir, "wg0", text);
+	g_assert_cmpint(state_holder(dir, "wg0"), ==, 0);
+	g_free(text);
+	text = hold_text(child, "wg0");
+	write_hold(dir, "wg0", text);
+	g_assert_cmpint(state_holder(dir, "wg0"), ==, child);
+	close(release);
+	g_assert_cmpint(waitpid(child, &status, 0), ==, child);
+	safe_tmp_rm(dir);
+}
+
+/* A state folder others can write is refused: they could plant what clear deletes. */
+static void test_unsafe_dir(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *sub = g_build_filename(dir, "run", NULL);
+	struct shape_state st = { .ifindex = 7 }, back = { 0 };
+	char **names = NULL;
+	pid_t holder;
+
+	g_assert_cmpint(state_save(sub, "wg0", &st), ==, 0);
+	g_assert_cmpint(g_chmod(sub, 0777), ==, 0);
+	g_assert_cmpint(state_load(sub, "wg0", &back), ==, -EPERM);
+	g_assert_cmpint(state_save(sub, "wg0", &st), ==, -EPERM);
+	g_assert_cmpint(state_list(sub, &names), <, 0);
+	g_assert_null(names[0]);
+	g_strfreev(names);
+	g_assert_cmpint(state_hold(sub, "wg0", &holder), ==, -EPERM);
+	/* and so is one below a folder others can write, sticky or not */
+	g_assert_cmpint(g_chmod(sub, 0755), ==, 0);
+	g_assert_cmpint(g_chmod(dir, 01777), ==, 0);
+	g_assert_cmpint(state_load(sub, "wg0", &back), ==, -EPERM);
+	g_assert_cmpint(g_chmod(dir, 0755), ==, 0);
+	g_assert_cmpint(state_load(sub, "wg0", &back), ==, 0);
+	g_assert_cmpint(back.ifindex, ==, 7);
+	safe_tmp_rm(dir);
+}
+
+/* A state file others can write, or not owned by root or us, is refused. */
+static void test_unsafe_file(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
+	g_autofree char *target = g_build_filename(dir, "elsewhere", NULL);
+	struct shape_state back = { 0 };
+
+	g_assert_true(g_file_set_contents(path, "[interface]\nifindex=7\n", -1, NULL));
+	g_assert_cmpint(g_chmod(path, 0666), ==, 0);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, -EPERM);
+	g_assert_cmpint(g_chmod(path, 0620), ==, 0);
+	if (getgid() != 0)
+		g_assert_cmpint(state_load(dir, "wg0", &back), ==, -EPERM);
+	g_assert_cmpint(g_chmod(path, 0644), ==, 0);
+	if (geteuid() == 0) {
+		g_assert_cmpint(chown(path, 65534, 65534), ==, 0);
+		g_assert_cmpint(state_load(dir, "wg0", &back), ==, -EPERM);
+		g_assert_cmpint(chown(path, 0, 0), ==, 0);
+	}
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	/* a link is not followed, wherever it leads */
+	g_assert_cmpint(g_rename(path, target), ==, 0);
+	g_assert_cmpint(symlink(target, path), ==, 0);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, -EPERM);
+	safe_tmp_rm(dir);
+}
+
+/* A FIFO, a device or a huge file in place of a state or hold file: refused at once. */
+static void test_not_regular(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *state = g_build_filename(dir, "wg0.state", NULL);
+	g_autofree char *hold = g_build_filename(dir, "wg0.hold", NULL);
+	struct shape_state back = { 0 };
+	pid_t holder;
+	int fd;
+
+	g_assert_cmpint(mkfifo(state, 0600), ==, 0);
+	g_assert_cmpint(mkfifo(hold, 0600), ==, 0);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, -EINVAL);
+	g_assert_cmpint(state_holder(dir, "wg0"), ==, 0);
+	g_assert_cmpint(state_hold(dir, "wg0", &holder), ==, 0); /* a stale hold: replaced */
+	g_assert_cmpint(state_holder(dir, "wg0"), ==, getpid());
+	g_unlink(state);
+	g_unlink(hold);
+	/* /dev/zero, linked, would be read until memory runs out */
+	g_assert_cmpint(symlink("/dev/zero", hold), ==, 0);
+	g_assert_cmpint(symlink("/dev/zero", state), ==, 0);
+	g_assert_cmpint(state_holder(dir, "wg0"), ==, 0);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, -EPERM);
+	g_unlink(state);
+	/* larger than wgshape ever writes (sparse: it takes no room) */
+	fd = open(state, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_cmpint(ftruncate(fd, (off_t)(16 << 20) + 1), ==, 0);
+	close(fd);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, -EFBIG);
+	safe_tmp_rm(dir);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -201,5 +344,9 @@ int main(int argc, char **argv)
 	g_test_add_func("/state/roundtrip", test_roundtrip);
 	g_test_add_func("/state/refuses", test_refuses);
 	g_test_add_func("/state/hold", test_hold);
+	g_test_add_func("/state/hold-who", test_hold_who);
+	g_test_add_func("/state/unsafe-dir", test_unsafe_dir);
+	g_test_add_func("/state/unsafe-file", test_unsafe_file);
+	g_test_add_func("/state/not-regular", test_not_regular);
 	return g_test_run();
 }

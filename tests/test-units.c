@@ -81,14 +81,14 @@ static const struct u64_case rate_accept[] = {
 	{ "8.008kbit",	1001 },		/* tc: 1000, its double falls short */
 	{ "1.0000000000000000000000000000001mbit", 125000 },
 	{ "0.000000000008tbit",	1 },
-	/* the top of uint64 */
-	{ "18446744073709551615bps",	UINT64_MAX },
-	{ "18446744073709551615.999bps", UINT64_MAX },
-	{ "18446744073709551.615kbps",	UINT64_MAX },
-	{ "147573952589676412920bit",	UINT64_MAX },
-	{ "147573952589676412927bit",	UINT64_MAX },
-	{ "147573952589676412.92kbit",	UINT64_MAX },
-	{ "147573952589.67641292gbit",	UINT64_MAX },
+	/* the top: bytes * 8 (bits/s, as JSON gives them) fits a signed 64-bit number */
+	{ "1152921504606846975bps",	RATE_MAX_BYTES },
+	{ "1152921504606846975.999bps",	RATE_MAX_BYTES },
+	{ "1152921504606846.975kbps",	RATE_MAX_BYTES },
+	{ "9223372036854775800bit",	RATE_MAX_BYTES },
+	{ "9223372036854775807bit",	RATE_MAX_BYTES },
+	{ "9223372036854775.807kbit",	RATE_MAX_BYTES },
+	{ "9223372036.854775807gbit",	RATE_MAX_BYTES },
 };
 
 static const struct reject_case rate_reject[] = {
@@ -141,6 +141,13 @@ static const struct reject_case rate_reject[] = {
 	{ "0.001kbit",		-ERANGE },
 	{ "0.9bps",		-ERANGE },
 	{ "0.99999999999999999999bps", -ERANGE },
+	/* past what bits/s in JSON (and bytes * 8) can carry */
+	{ "1152921504606846976bps",	-ERANGE },
+	{ "9223372036854775808bit",	-ERANGE },
+	{ "9223372036.854775808gbit",	-ERANGE },
+	{ "99999999999gbit",		-ERANGE },
+	{ "18446744073709551615bit",	-ERANGE },
+	{ "18446744073709551615bps",	-ERANGE },
 	/* past uint64 bytes per second */
 	{ "18446744073709551616bps",	-ERANGE },
 	{ "18446744073709551616.0bps",	-ERANGE },
@@ -180,7 +187,7 @@ static const struct format_case rate_format[] = {
 static const uint64_t rate_roundtrip[] = {
 	1, 2, 125, 128, 62500, 124999, 10250000, 10625000, 123456000,
 	125000000, 1250000000, 125000000000ULL, 125000000000000ULL,
-	18446744000000000000ULL,
+	1152921000000000000ULL, /* near RATE_MAX_BYTES */
 };
 
 /* time */
@@ -565,7 +572,7 @@ static void test_rate_roundtrip(void)
 	run_roundtrip(&rate_parser, rate_roundtrip,
 		      G_N_ELEMENTS(rate_roundtrip));
 	/* each of up to four steps of 1000 drops under 0.1% */
-	run_roundtrip_near(&rate_parser, UINT64_MAX, 4, 1);
+	run_roundtrip_near(&rate_parser, RATE_MAX_BYTES, 4, 1);
 }
 
 static void test_time_accept(void)

@@ -230,11 +230,17 @@ static void show_peer(const struct shape_peer_view *p)
 	char b[UNITS_BUFSZ], id[16];
 
 	print_open_object(NULL);
-	print_string("name", "  %s", p->name[0] ? p->name : "(set by hand)");
+	print_string("name", NULL, p->name);
+	print_text("  %s", p->name[0] ? p->name : "(set by hand)");
 	if (p->key[0]) {
 		print_string("public_key", NULL, p->key);
 		print_text(" (%.8s...)", p->key);
-		print_string("allowed_ips", p->allowed[0] ? " %s" : NULL, p->allowed);
+		print_open_array("allowed_ips");
+		for (char **a = p->allowed; a && *a; a++) {
+			print_text("%s", a == p->allowed ? " " : ", ");
+			print_string(PRINT_ELEM, "%s", *a);
+		}
+		print_close_array();
 		format_rate(b, sizeof(b), p->rate);
 		print_uint_as("download", ": download %s", p->rate * 8, b);
 		print_string("source", " (%s)", p->source);

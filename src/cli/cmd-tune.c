@@ -22,6 +22,7 @@
 #include "tune/run.h"
 #include "tune/save.h"
 #include "util/log.h"
+#include "util/text.h"
 #include "util/print.h"
 
 const char tune_usage[] =
@@ -61,9 +62,57 @@ static const char **string_word(struct tune_args *a, const char *w)
 	return NULL;
 }
 
+/* A host name or an address: letters, digits and ".-_:%" (no spaces, no controls). */
+static bool host_ok(const char *h)
+{
+	if (!*h)
+		return false;
+	for (; *h; h++)
+		if (!g_ascii_isalnum(*h) && !strchr(".-_:%", *h))
+			return false;
+	return true;
+}
+
+/* http:// or https://, a host, and nothing a terminal or a shell line would break on. */
+static bool url_ok(const char *u)
+{
+	size_t scheme = g_ascii_strncasecmp(u, "http://", 7) == 0	 ? 7 :
+			g_ascii_strncasecmp(u, "https://", 8) == 0 ? 8 :
+								     0;
+
+	if (!scheme || !u[scheme] || u[scheme] == '/')
+		return false;
+	for (; *u; u++)
+		if ((unsigned char)*u <= ' ' || *u == 0x7f)
+			return false;
+	return true;
+}
+
 /* The far end: wgshape serve, or a ping host with a URL for each direction. */
 static int far_end_check(const struct tune_args *a, char *err, size_t errlen)
 {
+	g_autofree char *host = NULL;
+	uint16_t port;
+
+	if (a->server && (tune_split_server(a->server, &host, &port) < 0 || !host_ok(host))) {
+		snprintf(err, errlen, "server: '%s' is not HOST, HOST:PORT (1 to 65535) or [IPv6]:PORT",
+			 TEXT_QUOTE(a->server));
+		return -EINVAL;
+	}
+	if (a->ping_host && !host_ok(a->ping_host)) {
+		snprintf(err, errlen, "ping: '%s' is not a host name or address",
+			 TEXT_QUOTE(a->ping_host));
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < 2; i++) {
+		const char *u = i ? a->upload_url : a->download_url;
+
+		if (u && !url_ok(u)) {
+			snprintf(err, errlen, "%s: '%s' is not an http:// or https:// URL",
+				 i ? "upload" : "download", TEXT_QUOTE(u));
+			return -EINVAL;
+		}
+	}
 	if (a->server && (a->download_url || a->upload_url || a->ping_host)) {
 		snprintf(err, errlen, "server, or download/upload with ping: not both");
 		return -EINVAL;

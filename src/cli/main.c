@@ -23,6 +23,7 @@
 #include "shape/state.h"
 #include "util/log.h"
 #include "util/module.h"
+#include "util/text.h"
 
 #ifdef WGSHAPE_MEASURE
 #define MEASURE(fn) fn
@@ -137,6 +138,24 @@ static int help_main(int argc, char **argv, const struct cli *cli)
 	return c->fn(argc, argv, cli); /* wgshape-measure's help */
 }
 
+/*
+ * An option among a command's words (`check-config -c FILE`): the options
+ * are wgshape's and go before the command; say so rather than let the
+ * command call it a word it does not take. "-4" is a word (an overhead).
+ */
+static bool option_after(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] != '-' || (argv[i][1] >= '0' && argv[i][1] <= '9'))
+			continue;
+		log_err("%s: '%s' is an option: options go before the command "
+			"(wgshape [-j] [-v] [-c FILE] %s ...; see wgshape --help)",
+			argv[0], TEXT_QUOTE(argv[i]), argv[0]);
+		return true;
+	}
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -208,5 +227,7 @@ int main(int argc, char **argv)
 	}
 	if (c->fn != help_main && cli_wants_help(argc, argv) && command_help(c))
 		return EXIT_OK;
+	if (c->fn != help_main && option_after(argc, argv))
+		return EXIT_USAGE;
 	return c->fn(argc, argv, &cli);
 }

@@ -15,6 +15,7 @@
 #include "shape/units.h"
 #include "shape/words.h"
 #include "util/log.h"
+#include "util/safe.h"
 #include "util/text.h"
 #include "shape/state.h"
 #include "util/ifname.h"
@@ -567,6 +568,10 @@ static bool parse_peer_own_key(struct config *cfg, struct conf_peer *p, GKeyFile
 			     TEXT_QUOTE(v));
 	} else if (!strcmp(key, "interface")) {
 		globs = g_key_file_get_string_list(kf, group, key, NULL, NULL);
+		if (!globs || !globs[0]) {
+			warn(cfg, file, line, "interface: no value; skipped");
+			return true;
+		}
 		for (char **g = globs; g && *g; g++) {
 			g_strstrip(*g);
 			if (!ifname_is_valid(*g) && !strpbrk(*g, "*?")) {
@@ -601,8 +606,15 @@ static void parse_peer_group(struct config *cfg, GKeyFile *kf, const char *file,
 	const char *name = group + strlen(PEER_PREFIX);
 	g_autofree char *where = g_strdup_printf("%s:%u", file, line_of(lines, group, NULL));
 	g_auto(GStrv) keys = keys_once(kf, group);
-	struct conf_peer *p = peer_get(cfg, name, where);
+	struct conf_peer *p;
 	char err[256];
+
+	if (!*name) {
+		warn(cfg, file, line_of(lines, group, NULL), "[%s]: a peer needs a name; section "
+		     "skipped", group);
+		return;
+	}
+	p = peer_get(cfg, name, where);
 
 	for (size_t i = 0; keys && keys[i]; i++) {
 		unsigned int line = line_of(lines, group, keys[i]);
@@ -753,13 +765,7 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 
 bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode)
 {
-	if (mode & S_IWOTH)
-		return false;
-	if ((mode & S_IWGRP) && gid != 0)
-		return false;
-	if ((mode & S_IWUSR) && uid != 0)
-		return false;
-	return true;
+	return safe_mode(uid, gid, mode);
 }
 
 /* Far more than any configuration: a file past this is refused, not read into memory. */
@@ -773,73 +779,18 @@ static int errno_why(const char *path, char **why)
 	return r;
 }
 
-/*
- * Is path (st) fit to take orders from: a folder or a regular file as
- * expected, owned by root or the caller (an owner can chmod at will) and
- * writable by nobody else (config_mode_safe)? above: a folder further up
- * the way to the file, which its owner may write (as sshd's StrictModes
- * allows: a user's home is).
- */
-static int stat_safe(const struct stat *st, const char *path, bool is_dir, bool above, char **why)
+/* safe_stat's, and a file no larger than a configuration needs. */
+static int stat_safe(const struct stat *st, const char *path, bool is_dir, char **why)
 {
-	const char *from = above ? "anything below it" : "it";
-	mode_t mode = above ? st->st_mode & ~(mode_t)S_IWUSR : st->st_mode;
+	int r = safe_stat(st, path, is_dir, false, why);
 
-	if (is_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode)) {
-		*why = g_strdup_printf("%s: not a %s", path, is_dir ? "folder" : "regular file");
-		return -EINVAL;
-	}
-	if (st->st_uid != 0 && st->st_uid != geteuid()) {
-		*why = g_strdup_printf("%s: owned by uid %u, who could change it at will; refusing "
-				       "to take orders from %s (chown root)",
-				       path, (unsigned int)st->st_uid, from);
-		return -EPERM;
-	}
-	if (!config_mode_safe(st->st_uid, st->st_gid, mode)) {
-		*why = g_strdup_printf("%s: writable by someone other than root (owner %u, group "
-				       "%u, mode %04o); refusing to take orders from %s",
-				       path, (unsigned int)st->st_uid, (unsigned int)st->st_gid,
-				       (unsigned int)(st->st_mode & 07777), from);
-		return -EPERM;
-	}
-	if (!is_dir && st->st_size > CONFIG_MAX_BYTES) {
+	if (r == 0 && !is_dir && st->st_size > CONFIG_MAX_BYTES) {
 		*why = g_strdup_printf("%s: %jd bytes, more than a configuration needs (at most %d "
 				       "MiB); refusing it", path, (intmax_t)st->st_size,
 				       CONFIG_MAX_BYTES >> 20);
 		return -EFBIG;
 	}
-	return 0;
-}
-
-/*
- * The folder holding a file, and every folder above it, resolved, up to /:
- * whoever can write one of them can swap what is below it between a check
- * and a read (a sticky /tmp is no exception). checked: the folders found
- * safe, 2 as a file's own folder, 1 further up; each is looked at once.
- */
-static int dirs_safe(const char *dir, GHashTable *checked, char **why)
-{
-	g_autofree char *real = realpath(dir, NULL);
-	int need = 2, r;
-	struct stat st;
-
-	if (!real)
-		return errno_why(dir, why);
-	while (GPOINTER_TO_INT(g_hash_table_lookup(checked, real)) < need) {
-		char *slash = strrchr(real, '/');
-
-		if (stat(real, &st) < 0)
-			return errno_why(real, why);
-		r = stat_safe(&st, real, true, need == 1, why);
-		if (r < 0)
-			return r;
-		g_hash_table_insert(checked, g_strdup(real), GINT_TO_POINTER(need));
-		if (!slash || !strcmp(real, "/"))
-			break;
-		slash[slash == real] = '\0'; /* "/etc/x" -> "/etc", "/etc" -> "/" */
-		need = 1;
-	}
-	return 0;
+	return r;
 }
 
 /*
@@ -855,7 +806,7 @@ static int check_open(int fd, const char *path, bool is_dir, GHashTable *checked
 
 	if (fstat(fd, st) < 0)
 		return errno_why(path, why);
-	r = stat_safe(st, path, is_dir, false, why);
+	r = stat_safe(st, path, is_dir, why);
 	if (r < 0)
 		return r;
 	real = realpath(path, NULL);
@@ -866,7 +817,7 @@ static int check_open(int fd, const char *path, bool is_dir, GHashTable *checked
 		return -EAGAIN;
 	}
 	parent = g_path_get_dirname(real);
-	return dirs_safe(parent, checked, why);
+	return safe_dirs(parent, checked, why);
 }
 
 static int read_all(int fd, const char *path, GString *out, char **why)
@@ -978,7 +929,7 @@ int config_load(const char *path, bool must_exist, struct config **out, char **w
 
 	*why = NULL;
 	checked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	r = dirs_safe(dir, checked, why);
+	r = safe_dirs(dir, checked, why);
 	if (r == 0)
 		r = load_file(cfg, AT_FDCWD, path, path, checked, why);
 	if (r == -ENOENT) {
@@ -1118,6 +1069,13 @@ bool config_mentions(const struct config *cfg, const char *ifname)
 
 	if (config_match(cfg, ifname))
 		return true;
+	for (guint i = 0; i < cfg->peers->len; i++) {
+		const struct conf_peer *p = cfg->peers->pdata[i];
+
+		for (char **g = p->ifaces; g && *g; g++)
+			if (glob_match(*g, ifname))
+				return true;
+	}
 	config_networks_for(cfg, ifname, profs);
 	return profs->len > 0;
 }

@@ -84,15 +84,12 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 int config_load(const char *path, bool must_exist, struct config **out, char **why);
 
 /*
- * Do mode and group leave a file writable only by its owner and root? (The
- * loader also refuses an owner other than root or the caller.)
- */
-/*
  * config_load for a command: path, or the default (which may be missing: an
  * empty configuration); every warning logged. NULL (logged) when unusable.
  */
 struct config *config_load_logged(const char *path);
 
+/* Does mode leave a file writable only by its owner and root? (safe_mode()) */
 bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode);
 
 /* The section for ifname: an exact name beats a glob; then the first glob. */

@@ -25,7 +25,7 @@ static int apply_section(const struct reconciler *rc, const char *ifname,
 {
 	struct shape_request req = c ? c->req : (struct shape_request){ 0 };
 	struct shape_state st = { 0 };
-	bool had_peers;
+	bool had_peers, flow_given;
 
 	had_peers = state_load(rc->statedir, ifname, &st) == 0 && st.peers && st.peers->len;
 	shape_state_clear(&st);
@@ -39,7 +39,11 @@ static int apply_section(const struct reconciler *rc, const char *ifname,
 		req.egress = DIR_OFF;
 	if (req.ingress == DIR_KEEP)
 		req.ingress = DIR_OFF;
+	flow_given = req.opts.has & CAKE_HAS_FLOW_MODE;
 	cake_opts_fill_defaults(&req.opts);
+	/* per peer, the default class's isolation is dual-dsthost unless the section says */
+	if (peers->len && !flow_given)
+		req.opts.has &= ~CAKE_HAS_FLOW_MODE;
 	req.source = source;
 	return shape_set(rc->nl, rc->statedir, ifname, &req);
 }

@@ -375,10 +375,21 @@ static void learn_names(struct daemon *d)
  */
 #define PEER_POLL_SECONDS 5
 
+/* Does a [peer] section call for a look at ifname (it names it, or names no interface)? */
+static bool peers_may_want(const struct daemon *d, const char *ifname)
+{
+	for (guint i = 0; i < d->cfg->peers->len; i++)
+		if (!((const struct conf_peer *)d->cfg->peers->pdata[i])->ifaces)
+			return true;
+	return d->cfg->peers->len && config_mentions(d->cfg, ifname);
+}
+
 static gboolean on_peer_poll(gpointer data)
 {
 	struct daemon *d = data;
 	g_auto(GStrv) names = NULL;
+	GHashTableIter it;
+	gpointer name;
 
 	state_list(d->opts->statedir, &names);
 	for (char **n = names; n && *n; n++) {
@@ -388,6 +399,12 @@ static gboolean on_peer_poll(gpointer data)
 			schedule(d, *n, 0);
 		shape_state_clear(&st);
 	}
+	/* and where a configured peer may have appeared since */
+	g_hash_table_iter_init(&it, d->names);
+	while (g_hash_table_iter_next(&it, NULL, &name))
+		if (peers_may_want(d, name) && !held(d, name) &&
+		    !g_hash_table_contains(d->pending, name))
+			schedule(d, name, 0);
 	return G_SOURCE_CONTINUE;
 }
 

@@ -98,8 +98,11 @@ int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex
 	return 0;
 }
 
+/* What the ingress qdisc's filters are: wgshape's is one matchall that redirects. */
 struct filter_query {
 	int redirect_ifindex;
+	int ours; /* matchall filters at our priority */
+	int others; /* filters of any other kind or priority */
 };
 
 static void parse_action(struct nlattr *act, struct filter_query *q)
@@ -125,11 +128,22 @@ static int parse_filter(struct nl_msg *msg, void *arg)
 	struct nlattr *tb[TCA_MAX + 1], *mt[TCA_MATCHALL_MAX + 1], *act;
 	int rem;
 
+	const struct tcmsg *tcm = nlmsg_data(hdr);
+
 	if (hdr->nlmsg_type != RTM_NEWTFILTER)
 		return 0;
-	if (nlmsg_parse(hdr, sizeof(struct tcmsg), tb, TCA_MAX, NULL) < 0 || !tb[TCA_KIND] ||
-	    !tb[TCA_OPTIONS] || nla_strcmp(tb[TCA_KIND], "matchall") != 0)
+	if (nlmsg_parse(hdr, sizeof(struct tcmsg), tb, TCA_MAX, NULL) < 0 || !tb[TCA_KIND]) {
+		q->others++;
 		return 0;
+	}
+	if (nla_strcmp(tb[TCA_KIND], "matchall") != 0 ||
+	    TC_H_MAJ(tcm->tcm_info) != ((uint32_t)FILTER_PRIO << 16)) {
+		q->others++;
+		return 0;
+	}
+	if (!tb[TCA_OPTIONS])
+		return 0; /* the dump's head for the filter kind, before its filters */
+	q->ours++;
 	if (nla_parse_nested(mt, TCA_MATCHALL_MAX, tb[TCA_OPTIONS], NULL) < 0 ||
 	    !mt[TCA_MATCHALL_ACT])
 		return 0;
@@ -163,6 +177,7 @@ int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *red
 	if (r < 0)
 		return r;
 	*present = true;
-	*redirect_ifindex = fq.redirect_ifindex;
+	/* Anything beside the one filter wgshape adds: someone else's. */
+	*redirect_ifindex = fq.ours == 1 && !fq.others ? fq.redirect_ifindex : 0;
 	return 0;
 }

@@ -78,7 +78,11 @@ int netlink_link_del(struct netlink *nl, int ifindex);
 
 /* ingress qdisc (ffff:) on ifindex with a match-all filter redirecting to to_ifindex. */
 int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex);
-/* *present: an ingress qdisc exists; *redirect_ifindex: where its filter sends, or 0. */
+/*
+ * *present: an ingress qdisc exists; *redirect_ifindex: where its filter
+ * sends when that filter is wgshape's (the only one, a matchall at wgshape's
+ * priority redirecting to a device), else 0.
+ */
 int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *redirect_ifindex);
 int netlink_ingress_del(struct netlink *nl, int ifindex);
 

@@ -110,11 +110,15 @@ int netlink_talk(struct netlink *nl, struct nl_sock *sk, struct nl_msg *msg,
 		 netlink_reply_fn fn, void *arg)
 {
 	struct talk t = { .nl = nl, .fn = fn, .arg = arg };
-	struct nl_cb *cb;
+	struct nl_cb *cb, *sk_cb;
 	int r;
 
 	nl->ext_msg[0] = '\0';
-	cb = nl_cb_clone(nl_socket_get_cb(sk));
+	/* nl_socket_get_cb() takes a reference: put it, or each call leaks the socket's cb */
+	sk_cb = nl_socket_get_cb(sk);
+	cb = sk_cb ? nl_cb_clone(sk_cb) : NULL;
+	if (sk_cb)
+		nl_cb_put(sk_cb);
 	if (!cb) {
 		nlmsg_free(msg);
 		return -ENOMEM;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "util/log.h"
 #include "shape/overhead.h"
@@ -16,6 +17,7 @@
 #include "shape/state.h"
 #include "shape/tree.h"
 #include "util/ifname.h"
+#include "util/text.h"
 
 #define OVERHEAD_BY_HAND "set by hand"
 
@@ -69,7 +71,52 @@ static int fail(struct netlink *nl, const char *ifname, enum op op, int r, const
 
 void shape_ifb_name(const char *ifname, char out[IFNAME_SIZE])
 {
-	snprintf(out, IFNAME_SIZE, "ifb4%s", ifname);
+	g_autofree char *sum = NULL;
+
+	if (strlen("ifb4") + strlen(ifname) < IFNAME_SIZE) {
+		snprintf(out, IFNAME_SIZE, "ifb4%s", ifname);
+		return;
+	}
+	/*
+	 * Cut to 15, two long names that begin alike would share an IFB. '~'
+	 * marks a hashed name; 28 bits of the whole name's SHA-256 tell them
+	 * apart (and should two ever meet, set finds the IFB taken and says so).
+	 */
+	sum = g_compute_checksum_for_string(G_CHECKSUM_SHA256, ifname, -1);
+	snprintf(out, IFNAME_SIZE, "ifb4%.3s~%.7s", ifname, sum);
+}
+
+/*
+ * Is ifb a name wgshape gives ifname's IFB: today's, or the one cut to 15
+ * of wgshape before hashed names? Only such an IFB is ever deleted.
+ */
+static bool ifb_name_ours(const char *ifname, const char *ifb)
+{
+	char now[IFNAME_SIZE], cut[IFNAME_SIZE];
+
+	shape_ifb_name(ifname, now);
+	snprintf(cut, sizeof(cut), "ifb4%s", ifname);
+	return !strcmp(ifb, now) || !strcmp(ifb, cut);
+}
+
+/* WireGuard's peers, read once for a whole set: the overhead and the tree both need them. */
+struct wg_dump {
+	bool read;
+	struct wg_peer *peers;
+	size_t n;
+};
+
+static int wg_dump_get(struct netlink *nl, const char *ifname, struct wg_dump *d)
+{
+	int r;
+
+	if (d->read)
+		return 0;
+	r = netlink_wg_peers(nl, ifname, &d->peers, &d->n);
+	if (r < 0)
+		return fail(nl, ifname, OP_WG, r, "read WireGuard peers");
+	d->read = true;
+	return 0;
 }
 
 /* What a step did, so that a later failure can take it back. */
@@ -302,9 +349,9 @@ static int tree_root_set(struct netlink *nl, const char *ifname, const struct li
  */
 static int egress_tree_set(struct netlink *nl, const char *ifname, const struct link_info *link,
 			   struct shape_state *st, uint64_t cap, const struct cake_opts *o,
-			   struct undo *u)
+			   struct wg_dump *wg, struct undo *u)
 {
-	struct tree_input in = { .cap = cap, .opts = *o,
+	struct tree_input in = { .cap = cap, .opts = st->tree_opts,
 				 .leaf_shapes = getenv("WGSHAPE_EXPERIMENT_LEAF_SHAPES") != NULL };
 	unsigned int changes;
 	bool fresh = false;
@@ -313,8 +360,17 @@ static int egress_tree_set(struct netlink *nl, const char *ifname, const struct 
 	r = tree_root_set(nl, ifname, link, st, o->overhead, &fresh, u);
 	if (r < 0)
 		return r;
+	/* every cake of the tree: the options given so far, these on top */
+	if (fresh && !st->tree)
+		memset(&in.opts, 0, sizeof(in.opts));
+	cake_opts_merge(&in.opts, o);
 	in.wants = (struct peer_want *)(void *)st->peers->data;
 	in.n_wants = st->peers->len;
+	r = wg_dump_get(nl, ifname, wg);
+	if (r < 0)
+		return r;
+	in.peers = wg->peers;
+	in.n_peers = wg->n;
 	r = tree_sync(nl, link, &in, fresh, &changes);
 	if (r < 0)
 		return r;
@@ -324,29 +380,48 @@ static int egress_tree_set(struct netlink *nl, const char *ifname, const struct 
 	st->egress = true;
 	st->tree = true;
 	st->cap = cap;
+	st->tree_opts = in.opts;
 	return 0;
 }
 
-/* Take away our ingress qdisc and IFB; leave anyone else's alone. */
+/*
+ * Take away our ingress qdisc and IFB; leave anyone else's alone, whatever
+ * the state file says (it names the IFB): the ingress qdisc only when its
+ * one filter is wgshape's redirect (netlink_ingress_get) to that IFB or to
+ * one that is gone; the IFB only when it is an IFB, has a name wgshape gives
+ * this interface, and nothing else on it redirects elsewhere.
+ */
 static int ingress_remove(struct netlink *nl, const char *ifname, const struct link_info *link,
 			  const char *ifb)
 {
-	struct link_info ifbl;
-	bool present;
+	struct link_info ifbl, to;
+	bool present, have_ifb;
 	int redirect, r;
 
+	if (!ifb_name_ours(ifname, ifb)) {
+		log_info("%s: IFB %s is not a name wgshape gives %s: leaving it and the ingress "
+			 "qdisc", ifname, TEXT_QUOTE(ifb), ifname);
+		return 0;
+	}
 	r = netlink_ingress_get(nl, link->ifindex, &present, &redirect);
 	if (r < 0)
 		return fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
 	r = netlink_link_get(nl, ifb, &ifbl);
 	if (r < 0 && r != -ENODEV)
 		return fail(nl, ifname, OP_IFB, r, "read IFB");
-	if (present && (r == -ENODEV || redirect == ifbl.ifindex || redirect == 0)) {
+	have_ifb = r == 0 && !strcmp(ifbl.kind, "ifb");
+	if (present && redirect &&
+	    ((have_ifb && redirect == ifbl.ifindex) ||
+	     netlink_link_get_index(nl, redirect, &to) == -ENODEV)) {
 		r = netlink_ingress_del(nl, link->ifindex);
 		if (r < 0)
 			return fail(nl, ifname, OP_INGRESS, r, "delete ingress qdisc");
+		present = false;
+	} else if (present) {
+		log_info("%s: the ingress qdisc is not wgshape's redirect to %s: leaving it",
+			 ifname, ifb);
 	}
-	if (netlink_link_get(nl, ifb, &ifbl) == 0 && !strcmp(ifbl.kind, "ifb")) {
+	if (have_ifb && (!present || redirect == ifbl.ifindex)) {
 		r = netlink_link_del(nl, ifbl.ifindex);
 		if (r < 0 && r != -ENODEV)
 			return fail(nl, ifname, OP_IFB, r, "delete IFB");
@@ -519,20 +594,21 @@ static int link_for(struct netlink *nl, const char *ifname, struct link_info *li
 }
 
 static int overhead_auto(struct netlink *nl, const char *ifname, const struct link_info *link,
-			 int link_overhead, struct overhead_choice *c)
+			 int link_overhead, struct wg_dump *wg, struct overhead_choice *c)
 {
 	struct overhead_input in = { .link_overhead = link_overhead };
-	struct wg_endpoints ep;
 	int r;
 
 	in.is_wireguard = !strcmp(link->kind, "wireguard");
 	if (in.is_wireguard) {
-		r = netlink_wg_endpoints(nl, ifname, &ep);
+		r = wg_dump_get(nl, ifname, wg);
 		if (r < 0)
-			return fail(nl, ifname, OP_WG, r, "read WireGuard peers");
-		in.peers_v4 = ep.v4;
-		in.peers_v6 = ep.v6;
-		in.peers_none = ep.none;
+			return r;
+		for (size_t i = 0; i < wg->n; i++) {
+			in.peers_v4 += wg->peers[i].endpoint_family == AF_INET;
+			in.peers_v6 += wg->peers[i].endpoint_family == AF_INET6;
+			in.peers_none += !wg->peers[i].endpoint_family;
+		}
 	}
 	r = overhead_choose(&in, c);
 	if (r < 0) {
@@ -549,10 +625,12 @@ static int directions(const char *ifname, const struct shape_state *st, bool req
 {
 	if (*eg != DIR_KEEP || *in != DIR_KEEP)
 		return 0;
-	if (req_peers || st->tree)
-		return 0; /* a peer's rate, or the peers looked at again: the tree decides */
-	*eg = st->egress ? DIR_SET : DIR_KEEP;
+	if (req_peers)
+		return 0; /* a peer's rate: the tree decides */
 	*in = st->ingress ? DIR_SET : DIR_KEEP;
+	if (st->tree)
+		return 0; /* the tree takes the options too, or looks at the peers again */
+	*eg = st->egress ? DIR_SET : DIR_KEEP;
 	if (*eg == DIR_KEEP && *in == DIR_KEEP) {
 		log_err("%s: nothing to change: not shaped yet, give egress RATE or ingress RATE",
 			ifname);
@@ -567,7 +645,7 @@ static int directions(const char *ifname, const struct shape_state *st, bool req
  */
 static int overhead_for(struct netlink *nl, const char *ifname, const struct link_info *link,
 			const struct shape_request *req, struct shape_state *st,
-			struct cake_opts *o, bool *warn)
+			struct wg_dump *wg, struct cake_opts *o, bool *warn)
 {
 	struct overhead_choice c;
 	int r;
@@ -587,7 +665,7 @@ static int overhead_for(struct netlink *nl, const char *ifname, const struct lin
 		o->has |= CAKE_HAS_OVERHEAD;
 		return 0;
 	}
-	r = overhead_auto(nl, ifname, link, req->link_overhead, &c);
+	r = overhead_auto(nl, ifname, link, req->link_overhead, wg, &c);
 	if (r < 0)
 		return r;
 	o->overhead = c.overhead;
@@ -685,6 +763,7 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 {
 	struct shape_state st = { 0 };
 	struct undo u_in = { 0 }, u_eg = { 0 };
+	struct wg_dump wg = { 0 };
 	struct link_info link;
 	struct cake_opts o = req->opts;
 	enum dir_action eg = req->egress, in = req->ingress;
@@ -704,7 +783,7 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 		goto out;
 	peers_update(&st, req);
 	if (eg == DIR_SET || in == DIR_SET || peers_wanted(&st) || st.tree) {
-		r = overhead_for(nl, ifname, &link, req, &st, &o, &warn);
+		r = overhead_for(nl, ifname, &link, req, &st, &wg, &o, &warn);
 		if (r < 0)
 			goto out;
 	} else if (o.has & CAKE_HAS_OVERHEAD) {
@@ -728,10 +807,14 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 		goto out;
 
 	if (peers_wanted(&st)) {
-		r = egress_tree_set(nl, ifname, &link, &st, tree_cap(nl, &link, &st, req, eg), &o,
+		r = egress_tree_set(nl, ifname, &link, &st, tree_cap(nl, &link, &st, req, eg), &o, &wg,
 				    &u_eg);
 	} else if (eg == DIR_SET || (eg == DIR_KEEP && st.tree && st.cap)) {
-		struct cake_opts oe = o;
+		/* from the tree back to one cake: the tree's options go with it */
+		struct cake_opts oe = st.tree ? st.tree_opts : o;
+
+		if (st.tree)
+			cake_opts_merge(&oe, &o);
 
 		if (req->egress == DIR_SET || eg == DIR_KEEP) {
 			oe.rate = req->egress == DIR_SET ? req->egress_rate : st.cap;
@@ -761,6 +844,7 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 		log_warn("%s: overhead %d: %s", ifname, o.overhead, st.overhead_reason);
 	}
 out:
+	wg_peers_free(wg.peers, wg.n);
 	shape_state_clear(&st);
 	return r;
 }
@@ -775,9 +859,14 @@ static int forget_gone(struct netlink *nl, const char *statedir, const char *ifn
 	struct link_info ifbl;
 	int r;
 
-	if (!ifname_is_valid(ifname) || state_load(statedir, ifname, &st) < 0)
+	if (!ifname_is_valid(ifname))
 		return link_for(nl, ifname, &(struct link_info){ 0 });
-	if (st.ingress && netlink_link_get(nl, st.ifb, &ifbl) == 0 && !strcmp(ifbl.kind, "ifb")) {
+	r = state_load(statedir, ifname, &st);
+	if (r == -ENOENT)
+		return link_for(nl, ifname, &(struct link_info){ 0 });
+	/* A state file that cannot be read is still what show lists: forgotten too. */
+	if (r == 0 && st.ingress && ifb_name_ours(ifname, st.ifb) &&
+	    netlink_link_get(nl, st.ifb, &ifbl) == 0 && !strcmp(ifbl.kind, "ifb")) {
 		r = netlink_link_del(nl, ifbl.ifindex);
 		if (r < 0 && r != -ENODEV) {
 			shape_state_clear(&st);
@@ -826,8 +915,10 @@ void shape_view_clear(struct shape_view *v)
 {
 	qdisc_info_clear(&v->egress.qdisc);
 	qdisc_info_clear(&v->ingress.qdisc);
-	for (guint i = 0; v->peers && i < v->peers->len; i++)
+	for (guint i = 0; v->peers && i < v->peers->len; i++) {
 		qdisc_info_clear(&g_array_index(v->peers, struct shape_peer_view, i).leaf);
+		g_strfreev(g_array_index(v->peers, struct shape_peer_view, i).allowed);
+	}
 	if (v->peers)
 		g_array_free(v->peers, true);
 	v->peers = NULL;

@@ -46,7 +46,11 @@ struct shape_request {
 	size_t n_peers;
 };
 
-/* The IFB wgshape uses for ifname's download: "ifb4" + ifname, cut to 15. */
+/*
+ * The IFB wgshape uses for ifname's download: "ifb4" + ifname when that fits
+ * in 15 characters; else "ifb4", ifname's first 3, '~' and 7 hex digits of
+ * the SHA-256 of the whole name, so that long names do not share one.
+ */
 void shape_ifb_name(const char *ifname, char out[IFNAME_SIZE]);
 
 int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
@@ -72,7 +76,7 @@ struct shape_peer_view {
 	uint64_t rate; /* the download asked for, bytes/s; 0: the default class */
 	uint16_t minor;
 	bool present; /* WireGuard has this peer now (always, for the default class) */
-	char allowed[512]; /* its AllowedIPs, ", " between them */
+	char **allowed; /* its AllowedIPs ("10.0.0.2/32"), NULL-terminated; NULL if not present */
 	bool has_class;
 	struct tc_class_info cls;
 	bool has_leaf;

@@ -14,9 +14,19 @@
 #include "shape/state.h"
 #include "shape/words.h"
 #include "util/ifname.h"
+#include "util/log.h"
+#include "util/safe.h"
+#include "util/text.h"
 
 #define SUFFIX ".state"
 #define HOLD_SUFFIX ".hold" /* never SUFFIX's end: a hold is not an interface's state */
+/*
+ * Far more than a state file needs, and small enough to read whole: a
+ * [peer KEY] group takes about 200 bytes, so 65,536 peers (a big server)
+ * take about 13 MiB. A hold file is one line.
+ */
+#define STATE_MAX_BYTES (16 << 20)
+#define HOLD_MAX_BYTES 256
 
 char *state_dir_for_netns(const char *base)
 {
@@ -62,6 +72,113 @@ static int gerror_to_errno(GError *err)
 			break;
 		}
 	return -EIO;
+}
+
+/*
+ * The tree's cake options, as the struct's bytes: the state lives in /run
+ * and goes with a reboot, and a size that does not match (another build)
+ * reads as none given.
+ */
+static void tree_opts_load(GKeyFile *kf, struct cake_opts *o)
+{
+	g_autofree char *b64 = g_key_file_get_string(kf, "egress", "tree-options", NULL);
+	g_autofree guchar *raw = NULL;
+	gsize n = 0;
+
+	memset(o, 0, sizeof(*o));
+	if (b64)
+		raw = g_base64_decode(b64, &n);
+	if (raw && n == sizeof(*o))
+		memcpy(o, raw, sizeof(*o));
+}
+
+static void tree_opts_save(GKeyFile *kf, const struct cake_opts *o)
+{
+	g_autofree char *b64 = g_base64_encode((const guchar *)o, sizeof(*o));
+
+	g_key_file_set_string(kf, "egress", "tree-options", b64);
+}
+
+/*
+ * Is the state folder fit to take orders from (util/safe.h)? Whoever can
+ * write it can plant a state file that tells clear what to delete. -ENOENT
+ * when it does not exist yet; any other refusal logged.
+ */
+static int dir_safe(const char *dir)
+{
+	g_autofree char *why = NULL;
+	int r = safe_dirs(dir, NULL, &why);
+
+	if (r < 0 && r != -ENOENT)
+		log_err("state folder: %s", why);
+	return r;
+}
+
+static int read_capped(int fd, GString *out, size_t max)
+{
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		if (out->len + (size_t)n > max)
+			return -EFBIG;
+		g_string_append_len(out, buf, n);
+	}
+}
+
+/*
+ * The file name in the state folder dir, read whole if it is fit to take
+ * orders from: a regular file (not a FIFO, which would hang the read, nor a
+ * link to /dev/zero, which would never end), ours, at most max bytes.
+ * -ENOENT when there is none; a refusal is logged.
+ */
+static int file_read(const char *dir, const char *name, size_t max, GString **out)
+{
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+	g_autofree char *why = NULL, *shown = NULL;
+	g_autoptr(GString) text = g_string_new(NULL);
+	struct stat st;
+	int fd, r;
+
+	r = dir_safe(dir);
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	shown = text_escape(path);
+	if (fd < 0 && errno == ELOOP) {
+		log_err("state: %s: a symbolic link; refusing to take orders from it", shown);
+		return -EPERM;
+	}
+	if (fd < 0) {
+		r = -errno;
+		log_err("state: %s: %s", shown, g_strerror(-r));
+		return r;
+	}
+	r = fstat(fd, &st) < 0 ? -errno : safe_stat(&st, path, false, false, &why);
+	if (r == 0 && (uint64_t)st.st_size > max)
+		r = -EFBIG;
+	if (r == 0)
+		r = read_capped(fd, text, max);
+	close(fd);
+	if (r < 0) {
+		if (r == -EFBIG)
+			log_err("state: %s: more than %zu bytes, more than wgshape writes; refusing "
+				"it", shown, max);
+		else
+			log_err("state: %s", why ? why : g_strerror(-r));
+		return r;
+	}
+	*out = g_steal_pointer(&text);
+	return 0;
 }
 
 #define PEER_GROUP "peer "
@@ -138,15 +255,19 @@ static void peers_save(GKeyFile *kf, const struct shape_state *st)
 int state_load(const char *dir, const char *ifname, struct shape_state *out)
 {
 	g_autoptr(GKeyFile) kf = g_key_file_new();
-	g_autoptr(GError) err = NULL;
-	g_autofree char *path = NULL, *s = NULL;
+	g_autoptr(GString) text = NULL;
+	g_autofree char *file = NULL, *s = NULL;
 	struct shape_state st = { 0 };
+	int r;
 
 	if (!ifname_is_valid(ifname))
 		return -EINVAL;
-	path = state_path(dir, ifname);
-	if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &err))
-		return err->domain == G_FILE_ERROR ? gerror_to_errno(err) : -EBADMSG;
+	file = g_strconcat(ifname, SUFFIX, NULL);
+	r = file_read(dir, file, STATE_MAX_BYTES, &text);
+	if (r < 0)
+		return r;
+	if (!g_key_file_load_from_data(kf, text->str, text->len, G_KEY_FILE_NONE, NULL))
+		return -EBADMSG;
 
 	st.ifindex = g_key_file_get_integer(kf, "interface", "ifindex", NULL);
 	st.overhead = g_key_file_get_integer(kf, "interface", "overhead", NULL);
@@ -181,6 +302,8 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 
 	st.tree = st.egress && g_key_file_get_boolean(kf, "egress", "per-peer", NULL);
 	st.cap = st.tree ? g_key_file_get_uint64(kf, "egress", "cap", NULL) : 0;
+	if (st.tree)
+		tree_opts_load(kf, &st.tree_opts);
 	if (peers_load(kf, &st) < 0) {
 		shape_state_clear(&st);
 		return -EBADMSG;
@@ -205,11 +328,15 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 	g_autoptr(GError) err = NULL;
 	g_autofree char *path = NULL, *data = NULL;
 	gsize len;
+	int r;
 
 	if (!ifname_is_valid(ifname))
 		return -EINVAL;
 	if (g_mkdir_with_parents(dir, 0755) < 0)
 		return -errno;
+	r = dir_safe(dir);
+	if (r < 0)
+		return r;
 
 	g_key_file_set_integer(kf, "interface", "ifindex", st->ifindex);
 	g_key_file_set_integer(kf, "interface", "overhead", st->overhead);
@@ -229,6 +356,7 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 	if (st->egress && st->tree) {
 		g_key_file_set_boolean(kf, "egress", "per-peer", true);
 		g_key_file_set_uint64(kf, "egress", "cap", st->cap);
+		tree_opts_save(kf, &st->tree_opts);
 	}
 	if (st->ingress)
 		g_key_file_set_string(kf, "ingress", "ifb", st->ifb);
@@ -265,8 +393,10 @@ int state_list(const char *dir, char ***names)
 	g_autoptr(GPtrArray) arr = g_ptr_array_new_with_free_func(g_free);
 	g_autoptr(GDir) d = NULL;
 	const char *name;
+	int r = dir_safe(dir);
 
-	d = g_dir_open(dir, 0, NULL);
+	if (r == 0)
+		d = g_dir_open(dir, 0, NULL);
 	while (d && (name = g_dir_read_name(d))) {
 		g_autofree char *ifname = NULL;
 
@@ -279,7 +409,7 @@ int state_list(const char *dir, char ***names)
 	g_ptr_array_sort(arr, cmp_str);
 	g_ptr_array_add(arr, NULL);
 	*names = (char **)g_ptr_array_free(g_steal_pointer(&arr), FALSE);
-	return 0;
+	return r == -ENOENT ? 0 : r;
 }
 
 /* ---- holds ----------------------------------------------------------------- */
@@ -321,22 +451,72 @@ static bool same_program(const char *a, const char *b)
 	return a_ours && b_ours;
 }
 
-/* The PID in a hold file, if that process lives and is a wgshape like us. */
-static pid_t live_holder(const char *path)
+/*
+ * When pid started (field 22 of /proc/PID/stat, in clock ticks since boot),
+ * or 0 when it is gone: with the PID, it names one process for good, where
+ * a PID alone may be used again by any other.
+ */
+static uint64_t proc_start(pid_t pid)
 {
-	g_autofree char *data = NULL, *theirs = NULL, *ours = NULL;
+	g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+	g_autofree char *data = NULL;
+	g_auto(GStrv) f = NULL;
+	const char *after;
 	char *end;
-	long pid;
+	uint64_t t;
 
 	if (!g_file_get_contents(path, &data, NULL, NULL))
 		return 0;
+	after = strrchr(data, ')'); /* the name, field 2, may hold spaces and ')' */
+	if (!after)
+		return 0;
+	f = g_strsplit(after + 1, " ", 22);
+	/* f[0] is "" (the space after ')'), f[1] field 3, ... f[20] field 22 */
+	if (g_strv_length(f) < 21)
+		return 0;
 	errno = 0;
-	pid = strtol(data, &end, 10);
-	if (errno || end == data || (*end && *end != '\n') || pid <= 0 || pid > INT32_MAX)
+	t = g_ascii_strtoull(f[20], &end, 10);
+	return errno || end == f[20] ? 0 : t;
+}
+
+/* A hold file's one line: "PID START tune IFNAME". */
+static char *hold_line(pid_t pid, const char *ifname)
+{
+	return g_strdup_printf("%d %" G_GUINT64_FORMAT " tune %s\n", (int)pid,
+			       proc_start(pid), ifname);
+}
+
+/*
+ * The PID in the hold file of ifname, if that process still lives and is
+ * the one that wrote it: a wgshape that started when the file says, and
+ * wrote it as a tune of this interface (a serve, or the PID used again by
+ * another program, is no hold).
+ */
+static pid_t live_holder(const char *dir, const char *ifname)
+{
+	g_autofree char *file = g_strconcat(ifname, HOLD_SUFFIX, NULL);
+	g_autoptr(GString) text = NULL;
+	g_autofree char *theirs = NULL, *ours = NULL;
+	g_auto(GStrv) f = NULL;
+	uint64_t start;
+	char *end;
+	long pid;
+
+	if (file_read(dir, file, HOLD_MAX_BYTES, &text) < 0)
 		return 0;
-	if (kill((pid_t)pid, 0) < 0 && errno != EPERM)
+	g_strchomp(text->str);
+	f = g_strsplit(text->str, " ", 0);
+	if (g_strv_length(f) != 4 || strcmp(f[2], "tune") != 0 || strcmp(f[3], ifname) != 0)
 		return 0;
-	/* A PID used again by another program is no hold. */
+	errno = 0;
+	pid = strtol(f[0], &end, 10);
+	if (errno || end == f[0] || *end || pid <= 0 || pid > INT32_MAX)
+		return 0;
+	start = g_ascii_strtoull(f[1], &end, 10);
+	if (errno || end == f[1] || *end || !start)
+		return 0;
+	if (proc_start((pid_t)pid) != start)
+		return 0; /* gone, or its PID used again */
 	theirs = proc_comm((pid_t)pid);
 	ours = proc_comm(getpid());
 	if (!theirs || !ours || !same_program(theirs, ours))
@@ -346,18 +526,14 @@ static pid_t live_holder(const char *path)
 
 pid_t state_holder(const char *dir, const char *ifname)
 {
-	g_autofree char *path = NULL;
-
 	if (!ifname_is_valid(ifname))
 		return 0;
-	path = hold_path(dir, ifname);
-	return live_holder(path);
+	return live_holder(dir, ifname);
 }
 
 int state_hold(const char *dir, const char *ifname, pid_t *holder)
 {
-	g_autofree char *path = NULL, *tmp = NULL;
-	char pid[32];
+	g_autofree char *path = NULL, *tmp = NULL, *line = NULL;
 	pid_t h;
 	int fd, r = 0;
 
@@ -366,25 +542,28 @@ int state_hold(const char *dir, const char *ifname, pid_t *holder)
 		return -EINVAL;
 	if (g_mkdir_with_parents(dir, 0755) < 0)
 		return -errno;
+	r = dir_safe(dir);
+	if (r < 0)
+		return r;
 	path = hold_path(dir, ifname);
 	tmp = g_strconcat(path, ".XXXXXX", NULL);
 	fd = g_mkstemp_full(tmp, O_WRONLY, 0644);
 	if (fd < 0)
 		return -errno;
-	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	if (write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid))
+	line = hold_line(getpid(), ifname);
+	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
 		r = errno ? -errno : -EIO;
 	close(fd);
 	/* link() makes the hold only where there is none: two tunes cannot both win. */
 	if (r == 0 && link(tmp, path) < 0) {
 		if (errno != EEXIST) {
 			r = -errno;
-		} else if ((h = live_holder(path)) > 0 && h != getpid()) {
+		} else if ((h = live_holder(dir, ifname)) > 0 && h != getpid()) {
 			*holder = h;
 			r = -EBUSY;
 		} else if (rename(tmp, path) < 0) {
 			r = -errno; /* a stale hold, left by a process that is gone: ours now */
-		} else if ((h = live_holder(path)) != getpid()) {
+		} else if ((h = live_holder(dir, ifname)) != getpid()) {
 			*holder = h; /* another tune replaced the same stale hold first */
 			r = -EBUSY;
 		}
@@ -400,6 +579,6 @@ void state_release(const char *dir, const char *ifname)
 	if (!ifname_is_valid(ifname))
 		return;
 	path = hold_path(dir, ifname);
-	if (live_holder(path) == getpid())
+	if (live_holder(dir, ifname) == getpid())
 		g_unlink(path);
 }

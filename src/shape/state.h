@@ -13,6 +13,8 @@
 #include <sys/types.h>
 #include <glib.h>
 
+#include "netlink/cake.h"
+
 struct shape_state {
 	int ifindex; /* of the interface when saved: a recreated one is not ours */
 	bool egress; /* our cake is the root qdisc; orig_* say what to put back */
@@ -27,6 +29,7 @@ struct shape_state {
 	char source[256]; /* who asked: "set", "config", ... (for show, and what apply may undo) */
 	bool tree; /* egress is per-peer: our HTB tree is the root (src/shape/peers.h) */
 	uint64_t cap; /* tree only: the egress rate for all peers together, bytes/s; 0: none */
+	struct cake_opts tree_opts; /* tree only: the options every cake of it starts from */
 	GArray *peers; /* struct peer_want: peers shaped on their own, with their class; or NULL */
 };
 
@@ -37,20 +40,28 @@ struct shape_state {
 char *state_dir_for_netns(const char *base);
 
 void shape_state_clear(struct shape_state *st);
-/* -ENOENT when there is no state for ifname. */
+/*
+ * -ENOENT when there is no state for ifname; -EPERM, -EINVAL, -EFBIG (logged)
+ * when the folder or the file is not fit to take orders from: others can
+ * write it, it is no regular file, or it is larger than wgshape writes.
+ */
 int state_load(const char *dir, const char *ifname, struct shape_state *out);
 /* Atomic: a reader sees the old file or the new one, never a torn one. */
 int state_save(const char *dir, const char *ifname, const struct shape_state *st);
 /* 0 also when there was nothing to remove. */
 int state_remove(const char *dir, const char *ifname);
-/* Names with saved state, sorted; free with g_strfreev(). Empty when dir is missing. */
+/*
+ * Names with saved state, sorted; free with g_strfreev(). Empty when dir is
+ * missing, and when it is refused (-EPERM, logged).
+ */
 int state_list(const char *dir, char ***names);
 
 /*
  * A hold on an interface: `tune` is measuring it, so the daemon, `apply` and the
  * dispatcher hook leave its shaping alone until the holder ends. The file
- * <ifname>.hold in the state directory names the holder's PID; one whose
- * process is gone (killed, say) counts as no hold.
+ * <ifname>.hold in the state directory names the holder: its PID, its start
+ * time and the interface; one whose process is gone (killed, say), or whose
+ * PID another process has now, counts as no hold.
  */
 /* 0; -EBUSY with *holder set when another live process holds it; -errno. */
 int state_hold(const char *dir, const char *ifname, pid_t *holder);

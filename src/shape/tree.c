@@ -21,7 +21,8 @@ void tree_kernel_clear(struct tree_kernel_read *k)
 	free(k->classes);
 	free(k->qdiscs);
 	free(k->filters);
-	wg_peers_free(k->peers, k->n_peers);
+	if (!k->peers_given)
+		wg_peers_free(k->peers, k->n_peers);
 	memset(k, 0, sizeof(*k));
 }
 
@@ -29,8 +30,9 @@ int tree_kernel_read(struct netlink *nl, const struct link_info *link, struct tr
 {
 	int r;
 
-	memset(k, 0, sizeof(*k));
-	r = netlink_wg_peers(nl, link->name, &k->peers, &k->n_peers);
+	r = 0;
+	if (!k->peers_given)
+		r = netlink_wg_peers(nl, link->name, &k->peers, &k->n_peers);
 	if (r < 0) {
 		k->failed = "read WireGuard peers";
 		return r;
@@ -115,10 +117,12 @@ static int ops_run(struct netlink *nl, const struct link_info *link, GArray *ops
 int tree_sync(struct netlink *nl, const struct link_info *link, struct tree_input *in,
 	      bool say_warnings, unsigned int *changes)
 {
-	struct tree_kernel_read k;
+	struct tree_kernel_read k = { .peers = (struct wg_peer *)in->peers, .n_peers = in->n_peers,
+				      .peers_given = in->peers != NULL };
 	struct tree_kernel view;
 	struct tree_plan plan;
 	g_autoptr(GArray) ops = g_array_new(false, true, sizeof(struct tree_op));
+	bool given = in->peers != NULL;
 	int r;
 
 	*changes = 0;
@@ -130,6 +134,7 @@ int tree_sync(struct netlink *nl, const struct link_info *link, struct tree_inpu
 	}
 	in->peers = k.peers;
 	in->n_peers = k.n_peers;
+	k.peers_given = true; /* in has them now; whoever gave them (or below) frees them */
 	tree_plan_init(&plan);
 	r = tree_plan(in, &plan);
 	if (r < 0) {
@@ -147,8 +152,10 @@ int tree_sync(struct netlink *nl, const struct link_info *link, struct tree_inpu
 	log_debug("%s: per-peer shaping: %u changes", link->name, ops->len);
 	r = ops_run(nl, link, ops);
 out:
-	in->peers = NULL;
-	in->n_peers = 0;
+	if (!given)
+		wg_peers_free(k.peers, k.n_peers);
+	in->peers = given ? in->peers : NULL;
+	in->n_peers = given ? in->n_peers : 0;
 	tree_plan_clear(&plan);
 	tree_kernel_clear(&k);
 	return r;
@@ -172,18 +179,17 @@ static void view_class(struct tree_kernel_read *k, struct shape_peer_view *v)
 
 static void view_allowed(const struct wg_peer *p, struct shape_peer_view *v)
 {
-	size_t used = 0;
 	char pfx[64];
 
-	for (size_t i = 0; i < p->n_allowed && used < sizeof(v->allowed); i++)
-		used += (size_t)snprintf(v->allowed + used, sizeof(v->allowed) - used, "%s%s",
-					 i ? ", " : "", tc_prefix_str(&p->allowed[i], pfx, sizeof(pfx)));
+	v->allowed = g_new0(char *, p->n_allowed + 1);
+	for (size_t i = 0; i < p->n_allowed; i++)
+		v->allowed[i] = g_strdup(tc_prefix_str(&p->allowed[i], pfx, sizeof(pfx)));
 }
 
 int tree_view(struct netlink *nl, const struct link_info *link, const struct shape_state *st,
 	      GArray *out)
 {
-	struct tree_kernel_read k;
+	struct tree_kernel_read k = { 0 };
 	struct shape_peer_view def = { .name = "default", .minor = TREE_DEFAULT_MINOR,
 				       .present = true };
 	int r;

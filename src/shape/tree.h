@@ -24,14 +24,16 @@ struct tree_kernel_read {
 	struct flower_info *filters;
 	size_t n_filters;
 	const char *failed; /* what could not be read, on failure */
+	bool peers_given; /* peers were read before (not read, not freed here) */
 };
 
+/* k starts zeroed, or with the peers given (peers_given). */
 int tree_kernel_read(struct netlink *nl, const struct link_info *link, struct tree_kernel_read *k);
 void tree_kernel_clear(struct tree_kernel_read *k);
 
 /*
- * One read of the peers and the tree, then the changes that make it as
- * in says (in->peers is filled from the read). *changes: how many were
+ * One read of the tree (and of the peers, unless in->peers has them), then
+ * the changes that make it as in says. *changes: how many were
  * made. The plan's warnings are logged when say_warnings or anything
  * changed. 0, or -errno (logged); what was done before a failure stays.
  */

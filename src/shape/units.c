@@ -211,7 +211,7 @@ static int parse_units(const char *s, const struct unit *units, uint64_t max,
 int parse_rate(const char *s, uint64_t *bytes_per_sec)
 {
 	/* No "" entry in rate_units: see the top of this file. */
-	return parse_units(s, rate_units, UINT64_MAX, bytes_per_sec);
+	return parse_units(s, rate_units, RATE_MAX_BYTES, bytes_per_sec);
 }
 
 /* parse_units into a u32, written only on success. */

@@ -11,7 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* "85mbit", "500kbit", "1gbit", "10mbps" (bytes!), "2Mibit" -> bytes per second. */
+/*
+ * The largest rate: the kernel takes u64 bytes/s (cake, HTB's rate64), but
+ * rates are shown and given in JSON as bits/s, a signed 64-bit number there:
+ * bytes * 8 must fit (about 9.2 Ebit/s).
+ */
+#define RATE_MAX_BYTES ((uint64_t)INT64_MAX / 8)
+
+/*
+ * "85mbit", "500kbit", "1gbit", "10mbps" (bytes!), "2Mibit" -> bytes per
+ * second; -ERANGE above RATE_MAX_BYTES.
+ */
 int parse_rate(const char *s, uint64_t *bytes_per_sec);
 /* "5ms", "100us", "1s", bare number = microseconds (as tc) -> microseconds. */
 int parse_time(const char *s, uint32_t *usec);

@@ -66,4 +66,44 @@ before=$(snapshot srv)
 expect_wgshape_ok srv clear wg0
 expect_same_snapshot "clear of an untouched interface" "$before" "$(snapshot srv)"
 
+# state_dir NS: where wgshape keeps its state in NS (state_dir_for_netns)
+state_dir() {
+	local ino init
+	ino=$(inns "$1" stat -L -c %i /proc/self/ns/net)
+	init=$(stat -L -c %i /proc/1/ns/net)
+	if [ "$ino" = "$init" ]; then echo /run/wgshape; else echo "/run/wgshape/netns-$ino"; fi
+}
+
+step "a planted state file does not make clear delete the user's IFB and ingress qdisc"
+dir=$(state_dir srv)
+ifindex=$(inns srv cat /sys/class/net/wg0/ifindex)
+inns srv ip link add myifb type ifb
+inns srv ip link set myifb up
+inns srv tc qdisc add dev wg0 ingress
+inns srv tc filter add dev wg0 parent ffff: matchall action mirred egress redirect dev myifb
+mkdir -p -m 0755 "$dir"
+printf '[interface]\nifindex=%s\n[ingress]\nifb=myifb\n' "$ifindex" >"$dir/wg0.state"
+expect_wgshape_ok srv clear wg0
+expect_eq "srv myifb after clear" yes "$(link_exists srv myifb && echo yes || echo no)"
+expect_eq "srv wg0 ingress filters after clear" true "$(ingress_filters srv wg0 | jq "length > 0")"
+# the IFB has wgshape's name, but the ingress qdisc has a filter of the user's
+inns srv tc qdisc del dev wg0 ingress
+inns srv ip link del myifb
+inns srv ip link add ifb4wg0 type ifb
+inns srv tc qdisc add dev wg0 ingress
+inns srv tc filter add dev wg0 parent ffff: prio 10 matchall action pass
+printf '[interface]\nifindex=%s\n[ingress]\nifb=ifb4wg0\n' "$ifindex" >"$dir/wg0.state"
+expect_wgshape_ok srv clear wg0
+expect_eq "srv ifb4wg0 after clear" yes "$(link_exists srv ifb4wg0 && echo yes || echo no)"
+expect_eq "srv wg0 ingress qdisc after clear" ingress "$(ingress_qdisc srv wg0 | jq -r .kind)"
+inns srv tc qdisc del dev wg0 ingress
+inns srv ip link del ifb4wg0
+
+step "state of an interface that is gone: show says clear forgets it, and clear does"
+printf 'not a state file\n' >"$dir/junk0.state"
+expect_wgshape_ok srv show
+expect_match "show of a gone interface" "wgshape clear junk0" "$WG_OUT"
+expect_wgshape_ok srv clear junk0
+expect_eq "junk0's state after clear" no "$([ -e "$dir/junk0.state" ] && echo yes || echo no)"
+
 finish

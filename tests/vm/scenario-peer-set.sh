@@ -47,6 +47,14 @@ filters_to() {
 		/classid/ { cur = 0; for (i = 1; i < NF; i++) if ($i == "classid") cur = ($(i + 1) == c) }
 		cur && $1 == "dst_ip" { print $2 }' | sort | tr '\n' ' '
 }
+# expect_between WHAT MIN MAX FOUND (integers)
+expect_between() {
+	if [ -n "$4" ] && [ "$4" -ge "$2" ] && [ "$4" -le "$3" ] 2>/dev/null; then
+		pass "$1 = $4 (in $2..$3)"
+	else
+		fail "$1: expected $2..$3, found '$4'"
+	fi
+}
 # new_key: a fresh WireGuard public key.
 new_key() { wg genkey | wg pubkey; }
 
@@ -79,7 +87,9 @@ expect_eq "-j show: the peer's download (bit/s)" 6000000 \
 step "download to the client goes through its class at its rate"
 down=$(iperf_rate cli "$SRV_TUN4" 6 -P 2 -R)
 info "download $(mbit "$down") (class at 6 Mbit/s)"
-expect_within "download through class 1:10 (bit/s)" 5400000 "$down" 15
+# At the rate, not above it (unshaped the VM moves 20+ Mbit/s); the low side is
+# loose, an emulated VM on a shared host loses some (vm-peers measures closely).
+expect_between "download through class 1:10 (bit/s)" 3600000 6300000 "$down"
 b1=$(class_field 1:10 bytes)
 d1=$(class_field 1:2 bytes)
 expect_ge "class 1:10 bytes (the path taken)" 3000000 "$b1"
@@ -96,7 +106,7 @@ expect_eq "class 1:10 ceil after" 3Mbit "$(class_field 1:10 ceil)"
 expect_eq "leaf of 1:10 handle" "$leaf" "$(leaf_field 1:10 handle)"
 expect_ge "class 1:10 bytes kept" "$b1" "$(class_field 1:10 bytes)"
 down=$(iperf_rate cli "$SRV_TUN4" 6 -P 2 -R)
-expect_within "download after the change (bit/s)" 2700000 "$down" 15
+expect_between "download after the change (bit/s)" 1800000 3150000 "$down"
 
 step "a second peer: its own class; the first untouched"
 K2=$(new_key)

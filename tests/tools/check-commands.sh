@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# check-commands.sh BUILDDIR [--valgrind]: run wgshape's commands that need no
+# kernel feature and no privileges (help, check-config, show of an empty
+# state folder, set and tune with bad words) and check what they say and how
+# they exit. With --valgrind, each runs under memcheck and a definite leak
+# fails: the unit tests alone would not see a command's leaks.
+set -u
+build=$1
+wrap=()
+if [ "${2:-}" = --valgrind ]; then
+	command -v valgrind >/dev/null || { echo "valgrind not installed"; exit 77; }
+	wrap=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite
+	      --show-leak-kinds=definite --error-exitcode=99)
+fi
+wgshape=$build/wgshape
+fails=0
+
+# A folder for the configuration below none that others can write (wgshape
+# refuses those, /tmp among them): the first fit of these.
+dir=
+for base in "${XDG_RUNTIME_DIR:-}" /run "$build"; do
+	[ -n "$base" ] && [ -d "$base" ] || continue
+	d=$(mktemp -d "$base/wgshape-commands.XXXXXX" 2>/dev/null) || continue
+	chmod 0755 "$d"
+	printf '[interface wg0]\negress = 10mbit\ningress = 50mbit\n' >"$d/wgshape.conf"
+	chmod 0644 "$d/wgshape.conf"
+	if "$wgshape" -c "$d/wgshape.conf" check-config >/dev/null 2>&1; then
+		dir=$d
+		break
+	fi
+	rm -rf "$d"
+done
+[ -n "$dir" ] || { echo "no folder for a configuration that wgshape accepts"; exit 1; }
+trap 'rm -rf "$dir"' EXIT
+export WGSHAPE_STATE_DIR=$dir/state-none
+
+# EXIT WANT ARGS...: exits EXIT and says something matching WANT (a grep -E pattern)
+check() {
+	local want_rc=$1 want=$2 out rc
+	shift 2
+	out=$("${wrap[@]}" "$wgshape" "$@" 2>&1)
+	rc=$?
+	if [ $rc != "$want_rc" ] || ! grep -qE -- "$want" <<<"$out"; then
+		echo "FAIL: wgshape $* -> exit $rc (want $want_rc, /$want/):"
+		sed 's/^/    /' <<<"$out" | head -30
+		fails=$((fails + 1))
+	else
+		echo "ok: wgshape $*"
+	fi
+}
+
+check 0 'Usage: wgshape' --help
+check 0 'Usage: wgshape set' set --help
+check 0 'egress' -c "$dir/wgshape.conf" check-config
+check 0 '"egress_rate" ?: ?10000000,' -c "$dir/wgshape.conf" check-config -j
+check 0 '^$' show
+check 1 'no such interface' show nosuchif0
+check 2 'banana' set wg0 egress banana
+check 2 'not a valid interface name' set 'wg/0' egress 10mbit
+check 2 'rate' set wg0 egress 99999999999gbit
+# options after the command: say where they go
+check 2 'options go before the command' check-config -c "$dir/wgshape.conf"
+check 2 'options go before the command' show -v
+check 2 'options go before the command' set wg0 egress 10mbit --verbose
+check 2 'not a command' frobnicate
+# a malformed far end is a usage error before the interface is looked at
+check 2 "server: 'a b' is not" tune nosuchif0 server 'a b'
+check 2 "download: 'ftp://x/' is not" tune nosuchif0 ingress ping h download ftp://x/
+
+[ $fails = 0 ] || { echo "$fails failed"; exit 1; }
