@@ -249,15 +249,14 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* The leaf's cake: the interface's options, then the peer's own; its rate (0: unlimited). */
-static struct cake_opts leaf_opts(const struct tree_input *in, const struct cake_opts *own,
-				  uint64_t rate)
+/* The leaf's cake: the interface's options, then the peer's own; unlimited (HTB shapes). */
+static struct cake_opts leaf_opts(const struct tree_input *in, const struct cake_opts *own)
 {
 	struct cake_opts o = in->opts;
 
 	if (own)
 		cake_opts_merge(&o, own);
-	o.rate = rate;
+	o.rate = 0;
 	o.has |= CAKE_HAS_RATE;
 	o.has &= ~CAKE_HAS_INGRESS;
 	o.ingress = false;
@@ -265,11 +264,13 @@ static struct cake_opts leaf_opts(const struct tree_input *in, const struct cake
 }
 
 /*
- * Classes: each peer's rate (never above the cap) is its class's ceil when
- * HTB shapes, or its cake's rate when the leaves shape (then the class may
- * go up to the cap). With a cap, the guaranteed rates are the peers' rates
- * scaled down until they fit in it, with a share for the default class, so
- * that the cap holds when all are busy.
+ * Classes: each peer's rate (never above the cap) is its class's ceil: HTB
+ * shapes, its cake leaf is unlimited and manages the queue. (A cake that
+ * shapes under HTB does worse: HTB takes it for a class that will not send,
+ * "non-work-conserving", and the p95 added latency in vm-peers was 4 times
+ * as high; tests/vm/README.md.) With a cap, the guaranteed rates are the
+ * peers' rates scaled down until they fit in it, with a share for the
+ * default class, so that the cap holds when all are busy.
  */
 static void plan_classes(const struct tree_input *in, struct tree_plan *out)
 {
@@ -281,7 +282,7 @@ static void plan_classes(const struct tree_input *in, struct tree_plan *out)
 
 	g_array_append_val(out->classes, top);
 	def.ceil = cap;
-	def.cake = leaf_opts(in, NULL, 0);
+	def.cake = leaf_opts(in, NULL);
 	if (!(def.cake.has & CAKE_HAS_FLOW_MODE)) {
 		def.cake.flow_mode = FLOW_MODE_DUAL_DST;
 		def.cake.has |= CAKE_HAS_FLOW_MODE;
@@ -295,8 +296,8 @@ static void plan_classes(const struct tree_input *in, struct tree_plan *out)
 		if (!peer_find(in, in->wants[i].key))
 			continue; /* not on the interface now */
 		c.rate = min_u64(in->wants[i].rate, cap);
-		c.ceil = in->leaf_shapes ? cap : c.rate;
-		c.cake = leaf_opts(in, &in->wants[i].opts, in->leaf_shapes ? c.rate : 0);
+		c.ceil = c.rate;
+		c.cake = leaf_opts(in, &in->wants[i].opts);
 		sum += c.rate;
 		g_array_append_val(out->classes, c);
 	}

@@ -60,7 +60,6 @@ struct tree_input {
 	size_t n_wants;
 	uint64_t cap; /* the interface's egress rate, bytes/s; 0: none */
 	struct cake_opts opts; /* the interface's cake options (every leaf starts from them) */
-	bool leaf_shapes; /* each peer's cake shapes at its rate, not its HTB class */
 };
 
 struct tree_class {

@@ -351,8 +351,7 @@ static int egress_tree_set(struct netlink *nl, const char *ifname, const struct 
 			   struct shape_state *st, uint64_t cap, const struct cake_opts *o,
 			   struct wg_dump *wg, struct undo *u)
 {
-	struct tree_input in = { .cap = cap, .opts = st->tree_opts,
-				 .leaf_shapes = getenv("WGSHAPE_EXPERIMENT_LEAF_SHAPES") != NULL };
+	struct tree_input in = { .cap = cap, .opts = st->tree_opts };
 	unsigned int changes;
 	bool fresh = false;
 	int r;
