@@ -327,6 +327,24 @@ static int key_words(size_t k, const char *v, const char *words[2], int *n, char
 	return 0;
 }
 
+/* key = v (iface_keys[k]) as set's words, appended to words; a warning when bad. */
+static void add_key_words(struct config *cfg, const char *file, unsigned int line, size_t k,
+			  const char *key, const char *v, GPtrArray *words)
+{
+	struct shape_request probe;
+	const char *w[2];
+	char err[256];
+	int n;
+
+	if (key_words(k, v, w, &n, err, sizeof(err)) < 0 ||
+	    shape_words_parse(n, (char **)w, &probe, err, sizeof(err)) < 0) {
+		warn(cfg, file, line, "%s = '%s': %s; skipped", key, TEXT_QUOTE(v), err);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		g_ptr_array_add(words, g_strdup(w[i]));
+}
+
 static void index_add(GHashTable *index, const char *prefix, const char *name, void *section)
 {
 	g_hash_table_insert(index, g_strconcat(prefix, name, NULL), section);
@@ -439,7 +457,6 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 	g_autofree char *where = g_strdup_printf("%s:%u", file, line_of(lines, group, NULL));
 	g_auto(GStrv) keys = keys_once(kf, group);
 	struct conf_section *c;
-	char err[256];
 
 	if (!network && !ifname_is_valid(name) && !strpbrk(name, "*?")) {
 		warn(cfg, file, line_of(lines, group, NULL),
@@ -456,10 +473,7 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 	for (size_t i = 0; keys && keys[i]; i++) {
 		unsigned int line;
 		g_autofree char *v = NULL;
-		const char *words[2];
-		struct shape_request probe;
 		size_t k;
-		int n;
 
 		line = line_of(lines, group, keys[i]);
 		if (network && parse_network_key(cfg, c, kf, group, keys[i], file, line))
@@ -488,14 +502,7 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 				c->enforce = b;
 			continue;
 		}
-		if (key_words(k, v, words, &n, err, sizeof(err)) < 0 ||
-		    shape_words_parse(n, (char **)words, &probe, err, sizeof(err)) < 0) {
-			warn(cfg, file, line, "%s = '%s': %s; skipped", keys[i], TEXT_QUOTE(v),
-			     err);
-			continue;
-		}
-		for (int w = 0; w < n; w++)
-			g_ptr_array_add(c->words, g_strdup(words[w]));
+		add_key_words(cfg, file, line, k, keys[i], v, c->words);
 	}
 }
 
@@ -607,11 +614,10 @@ static void parse_peer_group(struct config *cfg, GKeyFile *kf, const char *file,
 	g_autofree char *where = g_strdup_printf("%s:%u", file, line_of(lines, group, NULL));
 	g_auto(GStrv) keys = keys_once(kf, group);
 	struct conf_peer *p;
-	char err[256];
 
 	if (!*name) {
 		warn(cfg, file, line_of(lines, group, NULL), "[%s]: a peer needs a name; section "
-		     "skipped", group);
+		     "skipped", TEXT_QUOTE(group));
 		return;
 	}
 	p = peer_get(cfg, name, where);
@@ -619,10 +625,7 @@ static void parse_peer_group(struct config *cfg, GKeyFile *kf, const char *file,
 	for (size_t i = 0; keys && keys[i]; i++) {
 		unsigned int line = line_of(lines, group, keys[i]);
 		g_autofree char *v = NULL;
-		const char *words[2];
-		struct shape_request probe;
 		size_t k;
-		int n;
 
 		v = get_value(kf, group, keys[i]);
 		if (!v) {
@@ -641,14 +644,7 @@ static void parse_peer_group(struct config *cfg, GKeyFile *kf, const char *file,
 			     TEXT_QUOTE(keys[i]), TEXT_QUOTE(v), TEXT_QUOTE(group));
 			continue;
 		}
-		if (key_words(k, v, words, &n, err, sizeof(err)) < 0 ||
-		    shape_words_parse(n, (char **)words, &probe, err, sizeof(err)) < 0) {
-			warn(cfg, file, line, "%s = '%s': %s; skipped", keys[i], TEXT_QUOTE(v),
-			     err);
-			continue;
-		}
-		for (int w = 0; w < n; w++)
-			g_ptr_array_add(p->words, g_strdup(words[w]));
+		add_key_words(cfg, file, line, k, keys[i], v, p->words);
 	}
 }
 
@@ -822,24 +818,14 @@ static int check_open(int fd, const char *path, bool is_dir, GHashTable *checked
 
 static int read_all(int fd, const char *path, GString *out, char **why)
 {
-	char buf[65536];
+	int r = safe_read(fd, out, CONFIG_MAX_BYTES);
 
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno_why(path, why);
-		if (n == 0)
-			return 0;
-		if (out->len + (size_t)n > CONFIG_MAX_BYTES) {
-			*why = g_strdup_printf("%s: grew past %d MiB while being read; refusing it",
-					       path, CONFIG_MAX_BYTES >> 20);
-			return -EFBIG;
-		}
-		g_string_append_len(out, buf, n);
-	}
+	if (r == -EFBIG)
+		*why = g_strdup_printf("%s: grew past %d MiB while being read; refusing it", path,
+				       CONFIG_MAX_BYTES >> 20);
+	else if (r < 0)
+		errno = -r;
+	return r == -EFBIG || r == 0 ? r : errno_why(path, why);
 }
 
 /*

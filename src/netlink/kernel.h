@@ -76,22 +76,21 @@ int netlink_qdisc_del_root(struct netlink *nl, int ifindex);
 int netlink_ifb_add(struct netlink *nl, const char *name, int *ifindex);
 int netlink_link_del(struct netlink *nl, int ifindex);
 
-/* ingress qdisc (ffff:) on ifindex with a match-all filter redirecting to to_ifindex. */
-int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex);
 /*
- * *present: an ingress qdisc exists; *redirect_ifindex: where its filter
- * sends when that filter is wgshape's (the only one, a matchall at wgshape's
- * priority redirecting to a device), else 0.
+ * ingress qdisc (ffff:) on ifindex with a match-all filter redirecting to
+ * to_ifindex; with have_qdisc, the filter alone on the ingress qdisc there.
  */
-int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *redirect_ifindex);
+int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex, bool have_qdisc);
+/*
+ * *present: an ingress qdisc (or clsact) exists; *redirect_ifindex: where
+ * wgshape's filter (the one matchall at wgshape's priority, redirecting to a
+ * device) sends, else 0; *theirs: other filters are on it too (the user's).
+ */
+int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *redirect_ifindex,
+			bool *theirs);
 int netlink_ingress_del(struct netlink *nl, int ifindex);
-
-struct wg_endpoints {
-	unsigned int v4, v6, none; /* peers by endpoint address family */
-};
-
-/* -EOPNOTSUPP when the kernel has no WireGuard generic netlink family. */
-int netlink_wg_endpoints(struct netlink *nl, const char *ifname, struct wg_endpoints *out);
+/* Delete wgshape's filter (its priority) alone, leaving the qdisc and other filters. */
+int netlink_ingress_filter_del(struct netlink *nl, int ifindex);
 
 /*
  * Per-peer shaping: an HTB root on an interface, a class per peer with a

@@ -16,48 +16,6 @@
 
 #include "internal.h"
 
-static void count_peer(struct nlattr *peer, struct wg_endpoints *out)
-{
-	struct nlattr *tb[WGPEER_A_MAX + 1];
-	const struct sockaddr *sa;
-
-	if (nla_parse_nested(tb, WGPEER_A_MAX, peer, NULL) < 0)
-		return;
-	/*
-	 * A peer with many allowed IPs continues in the next message, repeating
-	 * only its key: count a peer where its statistics are, once.
-	 */
-	if (!tb[WGPEER_A_RX_BYTES])
-		return;
-	if (!tb[WGPEER_A_ENDPOINT] || nla_len(tb[WGPEER_A_ENDPOINT]) < (int)sizeof(sa_family_t)) {
-		out->none++;
-		return;
-	}
-	sa = nla_data(tb[WGPEER_A_ENDPOINT]);
-	if (sa->sa_family == AF_INET && nla_len(tb[WGPEER_A_ENDPOINT]) >= (int)sizeof(struct sockaddr_in))
-		out->v4++;
-	else if (sa->sa_family == AF_INET6 &&
-		 nla_len(tb[WGPEER_A_ENDPOINT]) >= (int)sizeof(struct sockaddr_in6))
-		out->v6++;
-	else
-		out->none++;
-}
-
-static int parse_device(struct nl_msg *msg, void *arg)
-{
-	struct wg_endpoints *out = arg;
-	struct nlattr *tb[WGDEVICE_A_MAX + 1], *peer;
-	int rem;
-
-	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, WGDEVICE_A_MAX, NULL) < 0)
-		return -EBADMSG;
-	if (!tb[WGDEVICE_A_PEERS])
-		return 0;
-	nla_for_each_nested(peer, tb[WGDEVICE_A_PEERS], rem)
-		count_peer(peer, out);
-	return 0;
-}
-
 static struct nl_msg *wg_dump_msg(struct netlink *nl, const char *ifname)
 {
 	struct nl_msg *msg;
@@ -79,25 +37,6 @@ static int wg_family(struct netlink *nl)
 	if (nl->wg_family)
 		return 0;
 	return netlink_genl_family(nl, WG_GENL_NAME, &nl->wg_family);
-}
-
-int netlink_wg_endpoints(struct netlink *nl, const char *ifname, struct wg_endpoints *out)
-{
-	struct wg_endpoints ep = { 0 };
-	struct nl_msg *msg;
-	int r;
-
-	r = wg_family(nl);
-	if (r < 0)
-		return r;
-	msg = wg_dump_msg(nl, ifname);
-	if (!msg)
-		return -ENOMEM;
-	r = netlink_talk(nl, nl->genl, msg, parse_device, &ep);
-	if (r < 0)
-		return r;
-	*out = ep;
-	return 0;
 }
 
 void wg_peers_free(struct wg_peer *peers, size_t n)

@@ -126,6 +126,7 @@ struct undo {
 	uint32_t handle;
 	struct cake_opts prev; /* UNDO_CHANGE_BACK: the values we overwrote */
 	int ifb_ifindex; /* UNDO_REMOVE_INGRESS: the IFB to delete, 0 if we kept one */
+	bool keep_qdisc; /* UNDO_REMOVE_INGRESS: the user's filters are on it: our filter alone */
 };
 
 /* Keep only the options we are about to change, with their current values. */
@@ -187,7 +188,10 @@ static void undo_run(struct netlink *nl, const struct undo *u, const struct shap
 				      st->orig_options, st->orig_options_len);
 		break;
 	case UNDO_REMOVE_INGRESS:
-		netlink_ingress_del(nl, link_ifindex);
+		if (u->keep_qdisc)
+			netlink_ingress_filter_del(nl, link_ifindex);
+		else
+			netlink_ingress_del(nl, link_ifindex);
 		if (u->ifb_ifindex)
 			netlink_link_del(nl, u->ifb_ifindex);
 		break;
@@ -356,6 +360,11 @@ static int egress_tree_set(struct netlink *nl, const char *ifname, const struct 
 	bool fresh = false;
 	int r;
 
+	if (strcmp(link->kind, "wireguard") != 0) {
+		log_err("%s: per-peer shaping needs a WireGuard interface (this one is %s)", ifname,
+			link->kind[0] ? link->kind : "not");
+		return -EINVAL;
+	}
 	r = tree_root_set(nl, ifname, link, st, o->overhead, &fresh, u);
 	if (r < 0)
 		return r;
@@ -383,18 +392,47 @@ static int egress_tree_set(struct netlink *nl, const char *ifname, const struct 
 	return 0;
 }
 
+/* wgshape's filter redirects to its IFB, or to a device that is gone. */
+static bool redirect_ours(struct netlink *nl, int redirect, int ifb_ifindex)
+{
+	struct link_info to;
+
+	return redirect && ((ifb_ifindex && redirect == ifb_ifindex) ||
+			    netlink_link_get_index(nl, redirect, &to) == -ENODEV);
+}
+
 /*
- * Take away our ingress qdisc and IFB; leave anyone else's alone, whatever
- * the state file says (it names the IFB): the ingress qdisc only when its
- * one filter is wgshape's redirect (netlink_ingress_get) to that IFB or to
- * one that is gone; the IFB only when it is an IFB, has a name wgshape gives
- * this interface, and nothing else on it redirects elsewhere.
+ * Take wgshape's redirect away: with the ingress qdisc when nothing else is
+ * on it; alone when the user put filters of theirs beside it, which stay
+ * (wgshape made the qdisc, but it is theirs too now).
+ */
+static int redirect_del(struct netlink *nl, const char *ifname, int ifindex, bool theirs)
+{
+	int r;
+
+	r = theirs ? netlink_ingress_filter_del(nl, ifindex) : netlink_ingress_del(nl, ifindex);
+	if (r < 0)
+		return fail(nl, ifname, OP_INGRESS, r,
+			    theirs ? "delete ingress redirect" : "delete ingress qdisc");
+	if (theirs)
+		log_info("%s: the ingress qdisc has filters wgshape did not add: leaving them "
+			 "and the qdisc", ifname);
+	return 0;
+}
+
+/*
+ * Take away our redirect (and the ingress qdisc unless the user's filters
+ * are on it) and IFB; leave anyone else's alone, whatever the state file
+ * says (it names the IFB): the redirect only when wgshape's filter sends to
+ * that IFB or to one that is gone; the IFB only when it is an IFB, has a
+ * name wgshape gives this interface, and nothing else redirects elsewhere.
+ * A clsact is never wgshape's: it stays with all on it.
  */
 static int ingress_remove(struct netlink *nl, const char *ifname, const struct link_info *link,
 			  const char *ifb)
 {
-	struct link_info ifbl, to;
-	bool present, have_ifb;
+	struct link_info ifbl;
+	bool present, have_ifb, theirs, removed = false;
 	int redirect, r;
 
 	if (!ifb_name_ours(ifname, ifb)) {
@@ -402,30 +440,41 @@ static int ingress_remove(struct netlink *nl, const char *ifname, const struct l
 			 "qdisc", ifname, TEXT_QUOTE(ifb), ifname);
 		return 0;
 	}
-	r = netlink_ingress_get(nl, link->ifindex, &present, &redirect);
+	r = netlink_ingress_get(nl, link->ifindex, &present, &redirect, &theirs);
 	if (r < 0)
 		return fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
 	r = netlink_link_get(nl, ifb, &ifbl);
 	if (r < 0 && r != -ENODEV)
 		return fail(nl, ifname, OP_IFB, r, "read IFB");
 	have_ifb = r == 0 && !strcmp(ifbl.kind, "ifb");
-	if (present && redirect &&
-	    ((have_ifb && redirect == ifbl.ifindex) ||
-	     netlink_link_get_index(nl, redirect, &to) == -ENODEV)) {
-		r = netlink_ingress_del(nl, link->ifindex);
+	if (present && redirect_ours(nl, redirect, have_ifb ? ifbl.ifindex : 0)) {
+		r = redirect_del(nl, ifname, link->ifindex, theirs);
 		if (r < 0)
-			return fail(nl, ifname, OP_INGRESS, r, "delete ingress qdisc");
-		present = false;
+			return r;
+		removed = true;
 	} else if (present) {
 		log_info("%s: the ingress qdisc is not wgshape's redirect to %s: leaving it",
 			 ifname, ifb);
 	}
-	if (have_ifb && (!present || redirect == ifbl.ifindex)) {
+	if (have_ifb && (!present || removed)) {
 		r = netlink_link_del(nl, ifbl.ifindex);
 		if (r < 0 && r != -ENODEV)
 			return fail(nl, ifname, OP_IFB, r, "delete IFB");
 	}
 	return 0;
+}
+
+/*
+ * What is left of wgshape's broken redirect goes: the ingress qdisc with it,
+ * unless filters of the user's are on it; then only wgshape's filter, if it
+ * is there, and the qdisc stays for the new one.
+ */
+static int ingress_unbreak(struct netlink *nl, const char *ifname, int ifindex, int redirect,
+			   int ifb_ifindex, bool theirs)
+{
+	if (theirs && !redirect_ours(nl, redirect, ifb_ifindex))
+		return 0;
+	return redirect_del(nl, ifname, ifindex, theirs);
 }
 
 static int ingress_set(struct netlink *nl, const char *ifname, const struct link_info *link,
@@ -434,11 +483,11 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 {
 	char ifb[IFNAME_SIZE], what[64];
 	struct link_info ifbl;
-	bool present, have_ifb, ours;
+	bool present, have_ifb, ours, theirs;
 	int redirect, r;
 
 	shape_ifb_name(ifname, ifb);
-	r = netlink_ingress_get(nl, link->ifindex, &present, &redirect);
+	r = netlink_ingress_get(nl, link->ifindex, &present, &redirect, &theirs);
 	if (r < 0)
 		return fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
 	r = netlink_link_get(nl, ifb, &ifbl);
@@ -467,12 +516,14 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 			 present ? "IFB or redirect" : "IFB");
 	if (present) {
 		/* Ours, but broken (the IFB or the redirect went away): rebuild it. */
-		r = netlink_ingress_del(nl, link->ifindex);
+		r = ingress_unbreak(nl, ifname, link->ifindex, redirect,
+				    have_ifb ? ifbl.ifindex : 0, theirs);
 		if (r < 0)
-			return fail(nl, ifname, OP_INGRESS, r, "delete ingress qdisc");
+			return r;
 	}
 
 	u->ifb_ifindex = 0;
+	u->keep_qdisc = present && theirs;
 	if (!have_ifb) {
 		snprintf(what, sizeof(what), "add IFB %s", ifb);
 		r = netlink_ifb_add(nl, ifb, &ifbl.ifindex);
@@ -482,7 +533,7 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 	}
 	r = cake_root_set(nl, ifname, ifb, ifbl.ifindex, have_ifb, o, NULL, &(struct undo){ 0 });
 	if (r == 0) {
-		r = netlink_ingress_redirect_add(nl, link->ifindex, ifbl.ifindex);
+		r = netlink_ingress_redirect_add(nl, link->ifindex, ifbl.ifindex, u->keep_qdisc);
 		if (r < 0)
 			fail(nl, ifname, OP_INGRESS, r, "add ingress redirect");
 	}
@@ -930,7 +981,7 @@ int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
 	struct shape_state st = { 0 };
 	struct link_info ifbl;
 	char stale_ifb[IFNAME_SIZE];
-	bool present;
+	bool present, theirs;
 	int redirect, r;
 
 	if (!ifname_is_valid(ifname))
@@ -970,7 +1021,7 @@ int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
 	}
 
 	shape_ifb_name(ifname, v.ingress.dev);
-	r = netlink_ingress_get(nl, v.link.ifindex, &present, &redirect);
+	r = netlink_ingress_get(nl, v.link.ifindex, &present, &redirect, &theirs);
 	if (r < 0) {
 		fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
 		goto out;

@@ -114,25 +114,6 @@ static int dir_safe(const char *dir)
 	return r;
 }
 
-static int read_capped(int fd, GString *out, size_t max)
-{
-	char buf[65536];
-
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return 0;
-		if (out->len + (size_t)n > max)
-			return -EFBIG;
-		g_string_append_len(out, buf, n);
-	}
-}
-
 /*
  * The file name in the state folder dir, read whole if it is fit to take
  * orders from: a regular file (not a FIFO, which would hang the read, nor a
@@ -167,7 +148,7 @@ static int file_read(const char *dir, const char *name, size_t max, GString **ou
 	if (r == 0 && (uint64_t)st.st_size > max)
 		r = -EFBIG;
 	if (r == 0)
-		r = read_capped(fd, text, max);
+		r = safe_read(fd, text, max);
 	close(fd);
 	if (r < 0) {
 		if (r == -EFBIG)

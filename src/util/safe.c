@@ -82,3 +82,22 @@ int safe_dirs(const char *dir, GHashTable *checked, char **why)
 	}
 	return 0;
 }
+
+int safe_read(int fd, GString *out, size_t max)
+{
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		if (out->len + (size_t)n > max)
+			return -EFBIG;
+		g_string_append_len(out, buf, n);
+	}
+}

@@ -32,4 +32,7 @@ int safe_stat(const struct stat *st, const char *path, bool is_dir, bool above, 
  */
 int safe_dirs(const char *dir, GHashTable *checked, char **why);
 
+/* Append what fd holds, to its end, to out: -EFBIG past max bytes in all, or -errno. */
+int safe_read(int fd, GString *out, size_t max);
+
 #endif
