@@ -35,8 +35,8 @@ static void describe(void)
 	print_close_array();
 }
 
-/* What describe() writes on stdout, with json or not. */
-static char *capture(bool json)
+/* What fn writes on stdout, with json or not. */
+static char *capture(bool json, void (*fn)(void))
 {
 	char path[] = "/tmp/test-print.XXXXXX";
 	int fd = g_mkstemp(path), saved;
@@ -48,7 +48,7 @@ static char *capture(bool json)
 	g_assert_cmpint(dup2(fd, STDOUT_FILENO), ==, STDOUT_FILENO);
 	print_begin(json);
 	g_assert_true(print_is_json() == json);
-	describe();
+	fn();
 	g_assert_cmpint(print_end(), ==, 0);
 	fflush(stdout);
 	g_assert_cmpint(dup2(saved, STDOUT_FILENO), ==, STDOUT_FILENO);
@@ -61,7 +61,7 @@ static char *capture(bool json)
 
 static void test_text(void)
 {
-	g_autofree char *out = capture(false);
+	g_autofree char *out = capture(false, describe);
 
 	g_assert_cmpstr(out, ==,
 			"wg0: bandwidth 10Mbit nonat overhead -4\n"
@@ -70,7 +70,7 @@ static void test_text(void)
 
 static void test_json(void)
 {
-	g_autofree char *out = capture(true);
+	g_autofree char *out = capture(true, describe);
 	g_autofree char *compact = NULL;
 	GString *s = g_string_new(NULL);
 
@@ -159,12 +159,36 @@ static void test_not_utf8(void)
 			==, "\\xc0\\xaf.conf");
 }
 
+/* Names from outside, in the text the way show and check-config print them. */
+static void describe_hostile(void)
+{
+	print_string("ifname", "%s:", "wg\x1b]0;pwned\x07\n0");
+	print_string("name", " [interface %s]", "caf\xc3\xa9\xff\xc3");
+	print_uint_as("rate", " %s", 8, "1bit");
+	/* already escaped: stays as it is */
+	print_string(NULL, " %s\n", "wg\\x1b");
+}
+
+/*
+ * Text is escaped as log lines are: control characters (ESC, BEL, newline)
+ * and bytes that are not UTF-8 become \xNN, valid UTF-8 stays, and the
+ * format's own newline is kept.
+ */
+static void test_text_escaped(void)
+{
+	g_autofree char *out = capture(false, describe_hostile);
+
+	g_assert_cmpstr(out, ==,
+			"wg\\x1b]0;pwned\\x07\\x0a0: [interface caf\xc3\xa9\\xff\\xc3] 1bit wg\\x1b\n");
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	print_use_json(&wgshape_json_out); /* linked, not loaded */
 	g_test_add_func("/util/print/text", test_text);
 	g_test_add_func("/util/print/json", test_json);
+	g_test_add_func("/util/print/text-escaped", test_text_escaped);
 	g_test_add_func("/util/print/clamp", test_clamp);
 	g_test_add_func("/util/print/not-utf8", test_not_utf8);
 	return g_test_run();

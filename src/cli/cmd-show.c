@@ -231,7 +231,7 @@ static void show_peer(const struct shape_peer_view *p)
 
 	print_open_object(NULL);
 	print_string("name", NULL, p->name);
-	print_text("  %s", p->name[0] ? p->name : "(set by hand)");
+	print_string(NULL, "  %s", p->name[0] ? p->name : "(set by hand)");
 	if (p->key[0]) {
 		print_string("public_key", NULL, p->key);
 		print_text(" (%.8s...)", p->key);
@@ -273,7 +273,7 @@ static void show_tree(const struct shape_view *v)
 	char b[UNITS_BUFSZ];
 
 	print_open_object("egress");
-	print_text("%s: egress", v->link.name);
+	print_string(NULL, "%s: egress", v->link.name);
 	print_bool("per_peer", " per peer:", true);
 	print_string("kind", " %s", v->egress.qdisc.kind);
 	print_string("handle", " %s", "1:");
@@ -294,16 +294,16 @@ static void show_dir(const struct shape_view *v, const char *dirname, const stru
 
 	if (!d->shaped) {
 		print_null(dirname, NULL);
-		if (!strcmp(dirname, "egress"))
-			print_text("%s: egress: not shaped (root qdisc %s)\n", v->link.name,
-				   d->qdisc.kind[0] ? d->qdisc.kind : "default");
-		else
-			print_text("%s: ingress: not shaped\n", v->link.name);
+		print_string(NULL, "%s: ", v->link.name);
+		print_text("%s: not shaped", dirname);
+		print_string(NULL, strcmp(dirname, "egress") ? "\n" : " (root qdisc %s)\n",
+			     d->qdisc.kind[0] ? d->qdisc.kind : "default");
 		return;
 	}
 	snprintf(h, sizeof(h), "%x:", d->qdisc.handle >> 16);
 	print_open_object(dirname);
-	print_text("%s: %s", v->link.name, dirname);
+	print_string(NULL, "%s: ", v->link.name);
+	print_text("%s", dirname);
 	print_string("dev", via ? " via %s" : NULL, d->dev);
 	print_string("kind", ": %s", d->qdisc.kind);
 	print_string("handle", " %s", h);

@@ -3,6 +3,7 @@
  * Link and tc notifications for the daemon.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/if_link.h>
@@ -62,6 +63,25 @@ static int on_event(struct nl_msg *msg, void *arg)
 	return NL_OK;
 }
 
+/*
+ * The receive buffer: 4 MiB (as far as net.core.rmem_max lets), or for tests
+ * WGSHAPE_EVENT_RCVBUF bytes, so small that a burst of links overruns it.
+ */
+static int event_rcvbuf(void)
+{
+	const char *s = getenv("WGSHAPE_EVENT_RCVBUF");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return 4 << 20;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v == 0 || v > INT_MAX)
+		return 4 << 20;
+	return (int)v;
+}
+
 int netlink_events_open(struct netlink_events **out)
 {
 	struct netlink_events *e;
@@ -88,7 +108,7 @@ int netlink_events_open(struct netlink_events **out)
 		free(e);
 		return r == -NLE_PERM ? -EPERM : -EIO;
 	}
-	nl_socket_set_buffer_size(e->sk, 4 << 20, 0);
+	nl_socket_set_buffer_size(e->sk, event_rcvbuf(), 0);
 	*out = e;
 	return 0;
 }

@@ -78,15 +78,30 @@ int netlink_ingress_del(struct netlink *nl, int ifindex)
 	return (r == -ENOENT || r == -EINVAL) ? 0 : r;
 }
 
-int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex)
+int netlink_ingress_filter_del(struct netlink *nl, int ifindex)
+{
+	struct nl_msg *msg;
+	int r;
+
+	msg = netlink_tc_msg(RTM_DELTFILTER, NLM_F_REQUEST | NLM_F_ACK, ifindex, 0, INGRESS_HANDLE,
+			     TC_H_MAKE((uint32_t)FILTER_PRIO << 16, htons(ETH_P_ALL)));
+	if (!msg)
+		return -ENOMEM;
+	r = netlink_talk(nl, nl->rt, msg, NULL, NULL);
+	return r == -ENOENT ? 0 : r;
+}
+
+int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex, bool have_qdisc)
 {
 	int r;
 
-	r = ingress_qdisc_add(nl, ifindex);
-	if (r < 0)
-		return r;
+	if (!have_qdisc) {
+		r = ingress_qdisc_add(nl, ifindex);
+		if (r < 0)
+			return r;
+	}
 	r = redirect_filter_add(nl, ifindex, to_ifindex);
-	if (r < 0) {
+	if (r < 0 && !have_qdisc) {
 		/* Keep the kernel's reason: the cleanup must not overwrite it. */
 		char why[sizeof(nl->ext_msg)];
 
@@ -152,21 +167,26 @@ static int parse_filter(struct nl_msg *msg, void *arg)
 	return 0;
 }
 
-int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *redirect_ifindex)
+int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *redirect_ifindex,
+			bool *theirs)
 {
 	struct filter_query fq = { 0 };
 	struct qdisc_info qi = { 0 };
 	struct nl_msg *msg;
+	bool clsact;
 	int r;
 
 	r = netlink_qdisc_find_parent(nl, ifindex, TC_H_INGRESS, &qi);
 	if (r == -ENOENT) {
 		*present = false;
 		*redirect_ifindex = 0;
+		*theirs = false;
 		return 0;
 	}
 	if (r < 0)
 		return r;
+	/* wgshape makes an ingress qdisc, never a clsact: that is the user's. */
+	clsact = strcmp(qi.kind, "ingress") != 0;
 	qdisc_info_clear(&qi);
 
 	msg = netlink_tc_msg(RTM_GETTFILTER, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0, INGRESS_HANDLE,
@@ -178,6 +198,7 @@ int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *red
 		return r;
 	*present = true;
 	/* Anything beside the one filter wgshape adds: someone else's. */
-	*redirect_ifindex = fq.ours == 1 && !fq.others ? fq.redirect_ifindex : 0;
+	*redirect_ifindex = fq.ours == 1 ? fq.redirect_ifindex : 0;
+	*theirs = clsact || fq.ours > 1 || fq.others > 0;
 	return 0;
 }

@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <glib.h>
 
 #include "util/json.h"
 #include "util/module.h"
 #include "util/print.h"
+#include "util/text.h"
 
 /* NULL: text mode */
 static const struct json_out *json;
@@ -88,11 +90,20 @@ void print_close_array(void)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 
+/*
+ * Strings come from outside (interface, section and file names): in text
+ * they are escaped as log lines escape them, so that a name cannot drive the
+ * terminal. Escaping is idempotent (a backslash stays), so text that is
+ * already escaped is not changed twice.
+ */
 void print_string(const char *key, const char *fmt, const char *value)
 {
 	if (!json) {
-		if (fmt)
-			text(fmt, value);
+		if (fmt) {
+			g_autofree char *safe = value ? text_escape(value) : NULL;
+
+			text(fmt, safe);
+		}
 	} else if (key) {
 		json->string(key, value);
 	}

@@ -65,6 +65,10 @@ check 2 'options go before the command' check-config -c "$dir/wgshape.conf"
 check 2 'options go before the command' show -v
 check 2 'options go before the command' set wg0 egress 10mbit --verbose
 check 2 'not a command' frobnicate
+# a name from outside is printed escaped, in text as in JSON
+printf '[interface wg\xff0]\negress = 10mbit\n' >"$dir/hostile.conf"
+chmod 0644 "$dir/hostile.conf"
+check 0 '^\[interface wg\\xff0\]' -c "$dir/hostile.conf" check-config
 # a malformed far end is a usage error before the interface is looked at
 check 2 "server: 'a b' is not" tune nosuchif0 server 'a b'
 check 2 "download: 'ftp://x/' is not" tune nosuchif0 ingress ping h download ftp://x/

@@ -4,7 +4,9 @@
 # `wgshape clear` removes both directions and the IFB, and restores the root
 # qdisc the interface had before wgshape first touched it: a hand-set
 # fq_codel or cake with its options, or the default (noqueue on WireGuard).
-# Clearing twice, or clearing what was never shaped, is fine.
+# Clearing twice, or clearing what was never shaped, is fine. On the ingress
+# side nothing of the user's is touched: a clsact of theirs, or filters they
+# add to wgshape's ingress qdisc (only wgshape's redirect and IFB go).
 . "$(dirname "$0")/lib.sh"
 
 need_wgshape
@@ -98,6 +100,40 @@ expect_eq "srv ifb4wg0 after clear" yes "$(link_exists srv ifb4wg0 && echo yes |
 expect_eq "srv wg0 ingress qdisc after clear" ingress "$(ingress_qdisc srv wg0 | jq -r .kind)"
 inns srv tc qdisc del dev wg0 ingress
 inns srv ip link del ifb4wg0
+
+# ingress_side NS DEV: DEV's ingress qdisc (kind, handle) and its ingress
+# filters (kind, priority, actions), for "untouched" checks.
+ingress_side() {
+	ingress_qdisc "$1" "$2" | jq -S -c '{kind, handle}'
+	ingress_filters "$1" "$2" | jq -S -c '[.[] | select(.options != null)
+		| {kind, pref, protocol, actions: [.options.actions[]? | .kind]}]'
+}
+
+step "a clsact of the user's: set ... ingress refuses, clear leaves it as it was"
+inns srv tc qdisc add dev wg0 clsact
+inns srv tc filter add dev wg0 ingress prio 10 matchall action pass
+theirs=$(ingress_side srv wg0)
+info "by hand: $(tr '\n' ' ' <<<"$theirs")"
+expect_wgshape_fails srv "already has one that wgshape did not make" set wg0 ingress 5mbit
+expect_wgshape_ok srv set wg0 egress 10mbit
+expect_wgshape_ok srv clear wg0
+expect_eq "srv wg0 ingress side after set and clear" "$theirs" "$(ingress_side srv wg0)"
+expect_eq "srv has no ifb4wg0" no "$(link_exists srv ifb4wg0 && echo yes || echo no)"
+inns srv tc qdisc del dev wg0 clsact
+
+step "a filter the user adds to wgshape's ingress qdisc survives a change and clear"
+expect_wgshape_ok srv set wg0 ingress 5mbit
+inns srv tc filter add dev wg0 parent ffff: prio 10 matchall action continue
+expect_wgshape_ok srv set wg0 ingress 8mbit
+expect_cake srv ifb4wg0 bandwidth=1000000
+expect_mirred_redirect srv wg0 ifb4wg0
+expect_eq "the user's filter on srv wg0 after the change" 1 \
+	"$(ingress_filters srv wg0 | jq '[.[] | select(.pref == 10 and .options != null)] | length')"
+expect_wgshape_ok srv clear wg0
+expect_eq "srv has no ifb4wg0" no "$(link_exists srv ifb4wg0 && echo yes || echo no)"
+expect_eq "srv wg0 ingress filters after clear: the user's alone" '[{"actions":["gact"],"kind":"matchall","pref":10,"protocol":"all"}]' \
+	"$(ingress_side srv wg0 | tail -n 1)"
+inns srv tc qdisc del dev wg0 ingress
 
 step "state of an interface that is gone: show says clear forgets it, and clear does"
 printf 'not a state file\n' >"$dir/junk0.state"

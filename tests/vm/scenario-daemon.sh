@@ -8,7 +8,9 @@
 # descriptors and memory, 50 at once; a hand-deleted or replaced qdisc comes
 # back, and stays gone with enforce = no; SIGHUP changes in place, clears and
 # shapes; configuration errors; SIGTERM with and without clear-on-exit; the
-# CPU time of an idle daemon.
+# CPU time of an idle daemon; 100 links at once with a 4 KiB notification
+# buffer: an overrun, logged and resynced (`scenario-daemon.sh overrun`: that
+# part alone).
 #
 # Waits are on events (a monitor line, a log line), never a bare sleep; the
 # one sleep is the idle period being measured. Starting a program costs
@@ -271,6 +273,52 @@ expect_alive() {
 	expect_eq "daemon (pid $DPID) still running" yes "$(kill -0 "$DPID" 2>/dev/null && echo yes || echo no)"
 }
 
+# part_overrun: a daemon whose notification socket holds 4 KiB
+# (WGSHAPE_EVENT_RCVBUF) sees 100 links appear at once: the kernel drops
+# notifications (ENOBUFS), the daemon says so and resynchronises, and every
+# link ends shaped as configured ([interface wg*] egress = 20mbit).
+part_overrun() {
+	step "10. 100 links at once with a 4 KiB notification buffer: overrun, then resync"
+	local i dev n=0 lfrom t0 over left deadline
+	local -A seen=()
+	LOG=$LAB_TMP/daemon-overrun.log
+	WGSHAPE_EVENT_RCVBUF=4096 start_daemon
+	for i in $(seq -w 0 99); do echo "link add wgo$i type wireguard"; done >"$LAB_TMP/add100"
+	lfrom=$(lines_of "$LOG")
+	lane_drain
+	t0=$EPOCHREALTIME
+	deadline=$((${t0/./} + 60000000))
+	ip -n srv -batch "$LAB_TMP/add100"
+	# Every cake put on a wgo link, as it comes (not a barrier: the daemon
+	# shapes a batch of new links in no set order), for at most 60 s.
+	while [ "${#seen[@]}" -lt 100 ]; do
+		left=$(((deadline - ${EPOCHREALTIME/./}) / 1000000))
+		if [ "$left" -le 0 ] || ! wait_cake "$left" 'wgo[0-9]+'; then
+			break
+		fi
+		seen[$CAKE_DEV]=1
+	done
+	info "100 links added -> ${#seen[@]} shaped (tc monitor) in $(ms_between "$t0" "$EPOCHREALTIME") ms"
+	over=$(since "$lfrom" "$LOG" | grep -c '^<4>netlink: the kernel dropped notifications; resynchronising$' || true)
+	info "overrun lines: $over"
+	if [ "$over" -ge 1 ]; then
+		pass "the daemon logged an overrun and resynchronised ($over time(s))"
+	else
+		fail "no '<4>netlink: the kernel dropped notifications; resynchronising' line after 100 links at once"
+	fi
+	roots
+	for dev in "${!R_KIND[@]}"; do
+		[[ $dev == wgo* && ${R_KIND[$dev]} == cake && ${R_BW[$dev]} == 2500000 ]] && n=$((n + 1))
+	done
+	expect_eq "wgo* with a root cake at 20mbit (tc -j)" 100 "$n"
+	[ "$n" = 100 ] || since "$lfrom" "$LOG" | grep -v ': overhead 80: auto' | head -20 | indent '   | '
+	for i in $(seq -w 0 99); do lane "link del wgo$i"; done
+	barrier
+	expect_alive
+	kill -TERM "$DPID"
+	wait "$DPID" || fail "the daemon exited with $? after SIGTERM"
+}
+
 # ---- the namespace, the monitors, the lane ------------------------------------------
 
 step "namespace srv; tc and ip monitors with timestamps"
@@ -296,6 +344,17 @@ for i in $(seq 1 30); do
 done
 lane "link del probe0"
 info "monitors listening (after $i poke(s))"
+
+# `scenario-daemon.sh overrun`: that part alone.
+if [ "${1:-}" = overrun ]; then
+	mkdir -m 0755 "$ETC"
+	write_conf '[interface wg*]
+egress = 20mbit'
+	lane "link add mark type wireguard"
+	part_overrun
+	lane_close
+	finish
+fi
 
 # ---- 1. start ----------------------------------------------------------------------
 
@@ -683,6 +742,7 @@ for dev in wg1 wg2 wg3 wg4 wg5; do
 	expect_root "$dev" kind=noqueue
 done
 expect_eq "root cakes left in srv" "" "$(cake_handles)"
+part_overrun
 lane_close
 
 # ---- figures -------------------------------------------------------------------------------
