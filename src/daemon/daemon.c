@@ -2,7 +2,9 @@
 /*
  * The daemon: one GLib main loop; link and tc notifications from
  * the kernel and signals are its only inputs. Changes are coalesced per
- * interface and reconciled when the loop is idle; nothing polls.
+ * interface and reconciled when the loop is idle. Only per-peer shaping
+ * polls (WireGuard tells nobody when its peers change), and only while an
+ * interface is shaped per peer or a [peer] section exists.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,6 +36,7 @@ struct daemon {
 	GHashTable *holds; /* ifname -> struct hold_watch: a tune measuring it */
 	bool resync;
 	guint idle;
+	guint peer_poll; /* the timer that looks at WireGuard's peers, while anything needs it */
 };
 
 static struct reconciler reconciler(struct daemon *d)
@@ -57,6 +60,7 @@ static bool enforced(struct daemon *d, const char *ifname)
 
 static void schedule(struct daemon *d, const char *ifname, gint64 since);
 static bool reload(struct daemon *d);
+static void peer_poll_arm(struct daemon *d);
 
 /* A `tune` holding an interface (state_hold()): its end wakes us (a pidfd). */
 struct hold_watch {
@@ -248,6 +252,9 @@ static void on_event(const struct netlink_event *ev, void *arg)
 	case NL_EVENT_QDISC_DEL:
 		if (ev->parent != TC_H_ROOT && ev->parent != TC_H_INGRESS)
 			return;
+		/* an HTB root: per-peer shaping set by hand, perhaps; follow its peers */
+		if (ev->type == NL_EVENT_QDISC_NEW && !strcmp(ev->kind, "htb"))
+			peer_poll_arm(d);
 		/* Our own changes come back as notifications too: nothing to do. */
 		if (ev->portid && ev->portid == netlink_port(d->nl))
 			return;
@@ -306,6 +313,7 @@ static bool reload(struct daemon *d)
 	config_free(d->cfg);
 	d->cfg = cfg;
 	follow_nm(d);
+	peer_poll_arm(d);
 	return true;
 }
 
@@ -390,14 +398,23 @@ static gboolean on_peer_poll(gpointer data)
 	g_auto(GStrv) names = NULL;
 	GHashTableIter it;
 	gpointer name;
+	bool any = d->cfg->peers->len > 0;
 
 	state_list(d->opts->statedir, &names);
 	for (char **n = names; n && *n; n++) {
 		struct shape_state st = { 0 };
 
-		if (state_load(d->opts->statedir, *n, &st) == 0 && st.tree && !held(d, *n))
-			schedule(d, *n, 0);
+		if (state_load(d->opts->statedir, *n, &st) == 0 && st.tree) {
+			any = true;
+			if (!held(d, *n))
+				schedule(d, *n, 0);
+		}
 		shape_state_clear(&st);
+	}
+	if (!any) {
+		/* nothing shaped per peer, no [peer] section: sleep until that changes */
+		d->peer_poll = 0;
+		return G_SOURCE_REMOVE;
 	}
 	/* and where a configured peer may have appeared since */
 	g_hash_table_iter_init(&it, d->names);
@@ -406,6 +423,13 @@ static gboolean on_peer_poll(gpointer data)
 		    !g_hash_table_contains(d->pending, name))
 			schedule(d, name, 0);
 	return G_SOURCE_CONTINUE;
+}
+
+/* Poll while per-peer shaping may be wanted (on_peer_poll stops itself when not). */
+static void peer_poll_arm(struct daemon *d)
+{
+	if (!d->peer_poll)
+		d->peer_poll = g_timeout_add_seconds(PEER_POLL_SECONDS, on_peer_poll, d);
 }
 
 int daemon_run(const struct daemon_opts *opts)
@@ -438,7 +462,7 @@ int daemon_run(const struct daemon_opts *opts)
 		reconcile_all(&rc);
 
 	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
-	g_timeout_add_seconds(PEER_POLL_SECONDS, on_peer_poll, &d);
+	peer_poll_arm(&d);
 	g_unix_signal_add(SIGHUP, on_hup, &d);
 	g_unix_signal_add(SIGTERM, on_term, &d);
 	g_unix_signal_add(SIGINT, on_term, &d);
