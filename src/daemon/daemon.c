@@ -61,6 +61,7 @@ static bool enforced(struct daemon *d, const char *ifname)
 static void schedule(struct daemon *d, const char *ifname, gint64 since);
 static bool reload(struct daemon *d);
 static void peer_poll_arm(struct daemon *d);
+static void peer_poll_maybe(struct daemon *d);
 
 /* A `tune` holding an interface (state_hold()): its end wakes us (a pidfd). */
 struct hold_watch {
@@ -313,7 +314,7 @@ static bool reload(struct daemon *d)
 	config_free(d->cfg);
 	d->cfg = cfg;
 	follow_nm(d);
-	peer_poll_arm(d);
+	peer_poll_maybe(d);
 	return true;
 }
 
@@ -432,6 +433,27 @@ static void peer_poll_arm(struct daemon *d)
 		d->peer_poll = g_timeout_add_seconds(PEER_POLL_SECONDS, on_peer_poll, d);
 }
 
+/* At the start and on reload: poll if a [peer] section or per-peer shaping is there. */
+static void peer_poll_maybe(struct daemon *d)
+{
+	g_auto(GStrv) names = NULL;
+	bool tree = false;
+
+	if (d->cfg->peers->len) {
+		peer_poll_arm(d);
+		return;
+	}
+	state_list(d->opts->statedir, &names);
+	for (char **n = names; n && *n && !tree; n++) {
+		struct shape_state st = { 0 };
+
+		tree = state_load(d->opts->statedir, *n, &st) == 0 && st.tree;
+		shape_state_clear(&st);
+	}
+	if (tree)
+		peer_poll_arm(d);
+}
+
 int daemon_run(const struct daemon_opts *opts)
 {
 	struct daemon d = { .opts = opts, .only = opts->only };
@@ -462,7 +484,7 @@ int daemon_run(const struct daemon_opts *opts)
 		reconcile_all(&rc);
 
 	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
-	peer_poll_arm(&d);
+	peer_poll_maybe(&d);
 	g_unix_signal_add(SIGHUP, on_hup, &d);
 	g_unix_signal_add(SIGTERM, on_term, &d);
 	g_unix_signal_add(SIGINT, on_term, &d);
