@@ -235,10 +235,8 @@ static void peers_save(GKeyFile *kf, const struct shape_state *st)
 
 int state_load(const char *dir, const char *ifname, struct shape_state *out)
 {
-	g_autoptr(GKeyFile) kf = g_key_file_new();
 	g_autoptr(GString) text = NULL;
-	g_autofree char *file = NULL, *s = NULL;
-	struct shape_state st = { 0 };
+	g_autofree char *file = NULL;
 	int r;
 
 	if (!ifname_is_valid(ifname))
@@ -247,7 +245,16 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 	r = file_read(dir, file, STATE_MAX_BYTES, &text);
 	if (r < 0)
 		return r;
-	if (!g_key_file_load_from_data(kf, text->str, text->len, G_KEY_FILE_NONE, NULL))
+	return state_parse(text->str, text->len, out);
+}
+
+int state_parse(const char *data, size_t len, struct shape_state *out)
+{
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	g_autofree char *s = NULL;
+	struct shape_state st = { 0 };
+
+	if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, NULL))
 		return -EBADMSG;
 
 	st.ifindex = g_key_file_get_integer(kf, "interface", "ifindex", NULL);
@@ -273,10 +280,10 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 		st.orig_handle = (uint32_t)g_key_file_get_uint64(kf, "egress", "original-handle", NULL);
 		s = g_key_file_get_string(kf, "egress", "original-options", NULL);
 		if (s && *s) {
-			gsize len = 0;
+			gsize n = 0;
 
-			st.orig_options = g_base64_decode(s, &len);
-			st.orig_options_len = len;
+			st.orig_options = g_base64_decode(s, &n);
+			st.orig_options_len = n;
 		}
 		g_clear_pointer(&s, g_free);
 	}
@@ -467,6 +474,26 @@ static char *hold_line(pid_t pid, const char *ifname)
 			       proc_start(pid), ifname);
 }
 
+int hold_parse(const char *text, const char *ifname, pid_t *pid, uint64_t *start)
+{
+	g_autofree char *line = g_strchomp(g_strdup(text));
+	g_auto(GStrv) f = g_strsplit(line, " ", 0);
+	char *end;
+	long p;
+
+	if (g_strv_length(f) != 4 || strcmp(f[2], "tune") != 0 || strcmp(f[3], ifname) != 0)
+		return -EBADMSG;
+	errno = 0;
+	p = strtol(f[0], &end, 10);
+	if (errno || end == f[0] || *end || p <= 0 || p > INT32_MAX)
+		return -EBADMSG;
+	*start = g_ascii_strtoull(f[1], &end, 10);
+	if (errno || end == f[1] || *end || !*start || f[1][0] == '-')
+		return -EBADMSG;
+	*pid = (pid_t)p;
+	return 0;
+}
+
 /*
  * The PID in the hold file of ifname, if that process still lives and is
  * the one that wrote it: a wgshape that started when the file says, and
@@ -478,23 +505,11 @@ static pid_t live_holder(const char *dir, const char *ifname)
 	g_autofree char *file = g_strconcat(ifname, HOLD_SUFFIX, NULL);
 	g_autoptr(GString) text = NULL;
 	g_autofree char *theirs = NULL, *ours = NULL;
-	g_auto(GStrv) f = NULL;
 	uint64_t start;
-	char *end;
-	long pid;
+	pid_t pid;
 
-	if (file_read(dir, file, HOLD_MAX_BYTES, &text) < 0)
-		return 0;
-	g_strchomp(text->str);
-	f = g_strsplit(text->str, " ", 0);
-	if (g_strv_length(f) != 4 || strcmp(f[2], "tune") != 0 || strcmp(f[3], ifname) != 0)
-		return 0;
-	errno = 0;
-	pid = strtol(f[0], &end, 10);
-	if (errno || end == f[0] || *end || pid <= 0 || pid > INT32_MAX)
-		return 0;
-	start = g_ascii_strtoull(f[1], &end, 10);
-	if (errno || end == f[1] || *end || !start)
+	if (file_read(dir, file, HOLD_MAX_BYTES, &text) < 0 ||
+	    hold_parse(text->str, ifname, &pid, &start) < 0)
 		return 0;
 	if (proc_start((pid_t)pid) != start)
 		return 0; /* gone, or its PID used again */

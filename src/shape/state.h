@@ -46,6 +46,8 @@ void shape_state_clear(struct shape_state *st);
  * write it, it is no regular file, or it is larger than wgshape writes.
  */
 int state_load(const char *dir, const char *ifname, struct shape_state *out);
+/* A state file's text (what state_load reads) into out; -EBADMSG when it is not one. */
+int state_parse(const char *data, size_t len, struct shape_state *out);
 /* Atomic: a reader sees the old file or the new one, never a torn one. */
 int state_save(const char *dir, const char *ifname, const struct shape_state *st);
 /* 0 also when there was nothing to remove. */
@@ -65,6 +67,8 @@ int state_list(const char *dir, char ***names);
  */
 /* 0; -EBUSY with *holder set when another live process holds it; -errno. */
 int state_hold(const char *dir, const char *ifname, pid_t *holder);
+/* A hold file's text, "PID START tune IFNAME", for ifname; -EBADMSG when it is not. */
+int hold_parse(const char *text, const char *ifname, pid_t *pid, uint64_t *start);
 /* Removes the hold if it is this process's. */
 void state_release(const char *dir, const char *ifname);
 /* The PID of the live process that holds ifname; 0 if none. */
