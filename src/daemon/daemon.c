@@ -34,6 +34,7 @@ struct daemon {
 	GHashTable *names; /* ifindex -> ifname of every link we have seen */
 	GHashTable *pending; /* ifname -> appearance time (µs, 0 if not new) */
 	GHashTable *holds; /* ifname -> struct hold_watch: a tune measuring it */
+	GHashTable *peer_sums; /* ifname -> guint64: its WireGuard peers as last polled */
 	bool resync;
 	guint idle;
 	guint peer_poll; /* the timer that looks at WireGuard's peers, while anything needs it */
@@ -379,8 +380,9 @@ static void learn_names(struct daemon *d)
 
 /*
  * WireGuard says nothing when peers or their AllowedIPs change (wg set,
- * syncconf): every few seconds, each interface shaped per peer is looked at
- * again (one dump of its peers; nothing changes when nothing did).
+ * syncconf): every few seconds, one dump of each interface's peers, and only
+ * when they changed since the last look is the interface reconciled (which
+ * reads its whole tree back: at 1,000 peers that is what costs).
  */
 #define PEER_POLL_SECONDS 5
 
@@ -391,6 +393,47 @@ static bool peers_may_want(const struct daemon *d, const char *ifname)
 		if (!((const struct conf_peer *)d->cfg->peers->pdata[i])->ifaces)
 			return true;
 	return d->cfg->peers->len && config_mentions(d->cfg, ifname);
+}
+
+/* A digest of ifname's peers and AllowedIPs (FNV-1a); 0 when it has none to read. */
+static guint64 peers_sum(struct daemon *d, const char *ifname)
+{
+	struct wg_peer *peers = NULL;
+	guint64 h = 14695981039346656037ull;
+	size_t n = 0;
+
+	if (netlink_wg_peers(d->nl, ifname, &peers, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *p = peers[i].key;
+		size_t len = sizeof(peers[i].key);
+
+		for (size_t a = 0; a <= peers[i].n_allowed; a++) {
+			for (size_t b = 0; b < len; b++)
+				h = (h ^ p[b]) * 1099511628211ull;
+			if (a < peers[i].n_allowed) {
+				p = (const uint8_t *)&peers[i].allowed[a];
+				len = sizeof(peers[i].allowed[a]);
+			}
+		}
+	}
+	wg_peers_free(peers, n);
+	return h;
+}
+
+/* Look at ifname again only if its peers changed since the last poll (or it is new). */
+static void poll_one(struct daemon *d, const char *ifname)
+{
+	guint64 sum, *old;
+
+	if (held(d, ifname) || g_hash_table_contains(d->pending, ifname))
+		return;
+	sum = peers_sum(d, ifname);
+	old = g_hash_table_lookup(d->peer_sums, ifname);
+	if (old && *old == sum)
+		return;
+	g_hash_table_replace(d->peer_sums, g_strdup(ifname), g_memdup2(&sum, sizeof(sum)));
+	schedule(d, ifname, 0);
 }
 
 static gboolean on_peer_poll(gpointer data)
@@ -407,8 +450,7 @@ static gboolean on_peer_poll(gpointer data)
 
 		if (state_load(d->opts->statedir, *n, &st) == 0 && st.tree) {
 			any = true;
-			if (!held(d, *n))
-				schedule(d, *n, 0);
+			poll_one(d, *n);
 		}
 		shape_state_clear(&st);
 	}
@@ -420,9 +462,8 @@ static gboolean on_peer_poll(gpointer data)
 	/* and where a configured peer may have appeared since */
 	g_hash_table_iter_init(&it, d->names);
 	while (g_hash_table_iter_next(&it, NULL, &name))
-		if (peers_may_want(d, name) && !held(d, name) &&
-		    !g_hash_table_contains(d->pending, name))
-			schedule(d, name, 0);
+		if (peers_may_want(d, name))
+			poll_one(d, name);
 	return G_SOURCE_CONTINUE;
 }
 
@@ -473,6 +514,7 @@ int daemon_run(const struct daemon_opts *opts)
 	d.names = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	d.pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	d.holds = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hold_watch_free);
+	d.peer_sums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	d.loop = g_main_loop_new(NULL, FALSE);
 
 	/* Subscribed before the first pass, so nothing that happens in between is missed. */
@@ -505,6 +547,8 @@ out:
 		g_hash_table_unref(d.pending);
 	if (d.holds)
 		g_hash_table_unref(d.holds);
+	if (d.peer_sums)
+		g_hash_table_unref(d.peer_sums);
 	nm_watch_free(d.nm);
 	netlink_events_close(d.ev);
 	netlink_close(d.nl);
