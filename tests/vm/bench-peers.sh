@@ -29,11 +29,13 @@
 #       drive a device without an Ethernet header), through wg0's root qdisc;
 #       WireGuard then drops them (no endpoint: tx_errors). Busy time of every
 #       CPU (/proc/stat, per CPU) over the packets that went through the qdisc:
-#       noqueue, one cake, HTB + N classes + flower (classes far above the
+#       noqueue, one cake, HTB + N classes + flower with cake leaves and with
+#       HTB's pfifo leaves (classes far above the
 #       load, so nothing waits or drops). The difference to noqueue is the
 #       qdisc's cost.
 #
 # Usage: lab run tests/vm/bench-peers.sh [N...]     (default: 1000 10000)
+# WGSHAPE_BENCH_SECS: seconds of each CPU-cost run (3).
 # Memory: 1000 cake leaves take most of a 1 GiB VM; meson runs it with
 # WGSHAPE_LAB_MEM=3072. A size whose cake leaves do not fit in what is left
 # gets pfifo leaves (HTB's own) instead, and says so.
@@ -216,21 +218,28 @@ pktgen_setup() {
 		pg dum0 "udp_dst_max 9"' pg "$V4_LAST" || die "pktgen setup failed"
 }
 
+# snap DEV: the CPUs' lines of /proc/stat and DEV's tx errors in srv (from
+# /proc/PID/net/dev of a process living there: no process to start, so the
+# two are read within the same moment).
+snap() {
+	awk -v dev="$1" 'FILENAME == "/proc/stat" { if (/^cpu[0-9]/) print; next }
+		{ gsub(":", " ") } $1 == dev { print "txerr", $12 }' /proc/stat "/proc/$SRV_PID/net/dev"
+}
+
 # pktgen_run DEV SECS [PKT_SIZE]: pktgen through DEV's root qdisc for SECS
 # seconds. Sets PG_SENT (pktgen's count), PG_PKTS (packets that reached
-# WireGuard: DEV's tx_errors, as none of the peers has an endpoint),
-# PG_BUSY_US (busy µs of all CPUs together), PG_CPUS (busy % of each CPU).
-# (pktgen in queue_xmit mode counts a packet only when dev_queue_xmit
-# succeeds, and with noqueue WireGuard's drop is the result: so it runs for
-# a time, not for a count.)
+# WireGuard in the measured SECS: DEV's tx_errors, as none of the peers has an
+# endpoint), PG_BUSY_US (busy µs of all CPUs together in those SECS), PG_CPUS
+# (busy % of each CPU). The window opens once pktgen runs and closes before it
+# is stopped. (pktgen in queue_xmit mode counts a packet only when
+# dev_queue_xmit succeeds, and with noqueue WireGuard's drop is the result:
+# so it runs for a time, not for a count.)
 pktgen_run() {
-	local dev=$1 secs=$2 size=${3:-64} s0 s1 e0 e1 out pid
+	local dev=$1 secs=$2 size=${3:-64} s0 s1 out pid
 	# (matchall has no replace)
 	tcs filter del dev dum0 egress 2>/dev/null || true
 	tcs filter add dev dum0 egress pref 1 matchall action mirred egress redirect dev "$dev"
 	inns srv bash -c 'echo "pkt_size $1" >/proc/net/pktgen/dum0' pg "$size"
-	e0=$(inns srv ip -s -j link show dev "$dev" | jq -r '.[0].stats64.tx.errors')
-	s0=$(grep '^cpu[0-9]' /proc/stat)
 	inns srv bash -c 'echo start >/proc/net/pktgen/pgctrl' &
 	pid=$!
 	# a stop written before the start took hold would be lost, and pktgen
@@ -239,6 +248,7 @@ pktgen_run() {
 		inns srv grep -q '^Running:.*dum0' /proc/net/pktgen/kpktgend_0 && break
 		sleep 0.1
 	done
+	s0=$(snap "$dev")
 	if [ "${PG_SAMPLE_MEM:-0}" = 1 ]; then
 		# the least MemAvailable (KiB) while it runs, sampled every 0.5 s
 		PG_MEM_MIN=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
@@ -250,28 +260,28 @@ pktgen_run() {
 	else
 		sleep "$secs"
 	fi
-	# and stop until it has (the start's write returns when it ends)
+	s1=$(snap "$dev")
+	# stop until it has (the start's write returns when it ends)
 	for _ in $(seq 1 100); do
 		inns srv bash -c 'echo stop >/proc/net/pktgen/pgctrl'
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.2
 	done
 	wait "$pid" || true
-	s1=$(grep '^cpu[0-9]' /proc/stat)
-	e1=$(inns srv ip -s -j link show dev "$dev" | jq -r '.[0].stats64.tx.errors')
 	out=$(inns srv cat /proc/net/pktgen/dum0)
 	PG_SENT=$(sed -n 's/.*pkts-sofar: \([0-9]*\).*/\1/p' <<<"$out")
-	PG_PKTS=$((e1 - e0))
 	# /proc/stat: user nice system idle iowait irq softirq steal, in USER_HZ
-	read -r PG_BUSY_US PG_CPUS <<<"$(awk -v a="$s0" -v b="$s1" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+	read -r PG_PKTS PG_BUSY_US PG_CPUS <<<"$(awk -v a="$s0" -v b="$s1" -v hz="$(getconf CLK_TCK)" 'BEGIN {
 		n = split(a, la, "\n"); split(b, lb, "\n")
 		for (c = 1; c <= n; c++) {
-			split(la[c], x, " "); split(lb[c], y, " "); t = 0; idle = 0
+			split(la[c], x, " "); split(lb[c], y, " ")
+			if (x[1] == "txerr") { pk = y[2] - x[2]; continue }
+			t = 0; idle = 0
 			for (k = 2; k <= 9; k++) { d = y[k] - x[k]; t += d; if (k == 5 || k == 6) idle += d }
 			busy += t - idle
-			cpus = cpus sprintf("%s%s %d%%", (c > 1) ? ", " : "", x[1], (t > 0) ? 100 * (t - idle) / t : 0)
+			cpus = cpus sprintf("%s%s %d%%", (cpus != "") ? ", " : "", x[1], (t > 0) ? 100 * (t - idle) / t : 0)
 		}
-		printf "%d %s\n", busy * 1e6 / hz, cpus }')"
+		printf "%d %d %s\n", pk, busy * 1e6 / hz, cpus }')"
 }
 
 # cpu_costs DEV=LABEL...: REPS rounds, each running pktgen for PG_SECS
@@ -300,17 +310,20 @@ cpu_costs() {
 
 # ---- the run ----------------------------------------------------------------------
 
-# wg0 is the one shaped per peer; wg1 (one cake) and wg2 (noqueue) get the
-# same peers for the CPU figures, so the three are measured in turn without
-# rebuilding. No private key: WireGuard would precompute a shared secret for
+# wg0 is the one shaped per peer; wg1 (one cake), wg2 (noqueue) and wg3 (the
+# tree with pfifo leaves) get the same peers for the CPU figures, so they are
+# measured in turn without rebuilding. No private key: WireGuard would precompute a shared secret for
 # each peer added (seconds for 1000 under TCG), and no packet is sent anyway.
-step "srv with wg0, wg1, wg2 (no peers yet); $(nproc) CPUs, $(awk '/^MemTotal/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo)"
+step "srv with wg0, wg1, wg2, wg3 (no peers yet); $(nproc) CPUs, $(awk '/^MemTotal/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo)"
 ip netns add srv
 ip -n srv link set lo up
-for dev in wg0 wg1 wg2; do
+for dev in wg0 wg1 wg2 wg3; do
 	ip -n srv link add "$dev" type wireguard
 	ip -n srv link set "$dev" up
 done
+# a process in srv, whose /proc/PID/net is srv's (snap); lab_cleanup ends it
+ip netns exec srv sleep 1000000 &
+SRV_PID=$!
 # the modules, loaded before any memory is measured
 tcs qdisc add dev wg0 root handle 1: stab overhead 60 htb default fffe
 tcs class add dev wg0 parent 1: classid 1:2 htb rate 1mbit
@@ -326,7 +339,7 @@ for n in "${SIZES[@]}"; do
 	make_peers "$n"
 	info "$(awk '{ c[$3 " /" substr($2, index($2, "/") + 1)]++ } END { for (k in c) printf "%s %d, ", k, c[k] }' "$LAB_TMP/peers.txt")the $V4_COUNT /32 from 10.64.0.1 to $V4_LAST"
 	# WireGuard's own share, with only these peers on wg0
-	for dev in wg0 wg1 wg2; do
+	for dev in wg0 wg1 wg2 wg3; do
 		inns srv wg show "$dev" peers | awk '{ printf "peer %s remove\n", $1 }' |
 			xargs -r -n 501 sh -c 'dev=$1; shift; ip netns exec srv wg set "$dev" "$@"' wg "$dev"
 	done
@@ -479,12 +492,24 @@ for n in "${SIZES[@]}"; do
 	# wg0 as (b) left it: classes at PEER_RATE, far above what pktgen gives
 	# each peer, so nothing waits
 	htb="HTB + classes + flower, $leafname leaves"
-	cpu_costs "wg2=noqueue" "wg1=one cake" "wg0=$htb"
-	for k in noqueue "one cake" "$htb"; do
+	devs=("wg2=noqueue" "wg1=one cake" "wg0=$htb")
+	labels=(noqueue "one cake" "$htb")
+	if [ "$leaf" != none ]; then
+		# the same tree with HTB's pfifo leaves on wg3: the classifier and
+		# HTB alone, as the largest size has them
+		add_peers wg3
+		HTB_RATE=$PEER_RATE
+		batch none | sed 's/ dev wg0 / dev wg3 /' | tcs -b -
+		devs+=("wg3=HTB + classes + flower, pfifo leaves")
+		labels+=("HTB + classes + flower, pfifo leaves")
+	fi
+	cpu_costs "${devs[@]}"
+	for k in "${labels[@]}"; do
 		SUMMARY+=("$(printf '%6d peers  CPU per packet, %-38s %6.2f us (+%.2f over noqueue)' "$n" "$k" "${COST[$k]}" \
 			"$(awk -v a="${COST[$k]}" -v b="${COST[noqueue]}" 'BEGIN { print a - b }')")")
 	done
 	tcs qdisc del dev wg1 root
+	tcs qdisc del dev wg3 root 2>/dev/null || true
 
 	avail=$(meminfo | awk '{ print $1 }')
 	if [ "$leaf" != none ] && [ "$avail" -lt 1048576 ]; then
@@ -492,7 +517,8 @@ for n in "${SIZES[@]}"; do
 	elif [ "$leaf" != none ]; then
 		# the first FLOOD_PEERS /32 peers only: spread over all of them, the
 		# same flood leaves each cake so little that its AQM keeps it short
-		flood_last=$(awk -v m="$FLOOD_PEERS" '/\/32 ip / && ++k == m { sub("/32", "", $2); print $2 }' "$LAB_TMP/peers.txt")
+		flood_last=$(awk -v m="$FLOOD_PEERS" '/\/32 ip / { sub("/32", "", $2); a = $2; if (++k == m) exit }
+			END { print a }' "$LAB_TMP/peers.txt")
 		inns srv bash -c "echo 'dst_max $flood_last' >/proc/net/pktgen/dum0"
 		step "$n peers: (c) what the cake leaves hold after a 5 s UDP flood to $FLOOD_PEERS of the peers (classes at 100 kbit, 1400-byte packets, to each in turn)"
 		for ml in default 256k; do
