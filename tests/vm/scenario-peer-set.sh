@@ -55,6 +55,21 @@ expect_between() {
 		fail "$1: expected $2..$3, found '$4'"
 	fi
 }
+# settle WANT CMD...: WireGuard tells nobody when its peers change, so the
+# daemon looks every 5 s: wait up to 10 s (two looks) for CMD to print WANT;
+# WAITED says how long it took.
+settle() {
+	local want=$1 i
+	shift
+	for i in $(seq 1 40); do
+		if [ "$("$@")" = "$want" ]; then
+			WAITED="$((i / 4)).$((i % 4 * 25))"
+			return 0
+		fi
+		sleep 0.25
+	done
+	return 1
+}
 # new_key: a fresh WireGuard public key.
 new_key() { wg genkey | wg pubkey; }
 
@@ -156,26 +171,17 @@ expect_eq "cap class 1:1" 20Mbit "$(class_field 1:1 ceil)"
 expect_eq "hand-set peer kept: class 1:10" 3Mbit "$(class_field 1:10 ceil)"
 inns srv wg set wg0 peer "$K4" allowed-ips 10.200.8.4/32
 ok=no
-for i in $(seq 1 40); do
-	[ "$(filters_to 1:12)" = "10.200.8.4 " ] && { ok=yes; break; }
-	sleep 0.25
-done
+settle "10.200.8.4 " filters_to 1:12 && ok=yes
 expect_eq "a peer added with wg set is shaped within the poll interval" yes "$ok"
-info "shaped after $((i / 4)).$((i % 4 * 25)) s"
+info "shaped after $WAITED s"
 expect_eq "its class 1:12 ceil" 4Mbit "$(class_field 1:12 ceil)"
 inns srv wg set wg0 peer "$K4" allowed-ips 10.200.8.40/32,fd00:208::4/128
 ok=no
-for i in $(seq 1 40); do
-	[ "$(filters_to 1:12)" = "10.200.8.40 fd00:208::4 " ] && { ok=yes; break; }
-	sleep 0.25
-done
+settle "10.200.8.40 fd00:208::4 " filters_to 1:12 && ok=yes
 expect_eq "new AllowedIPs followed" yes "$ok"
 inns srv wg set wg0 peer "$K4" remove
 ok=no
-for i in $(seq 1 40); do
-	[ "$(class_field 1:12 ceil)" = "(none)" ] && { ok=yes; break; }
-	sleep 0.25
-done
+settle "(none)" class_field 1:12 ceil && ok=yes
 expect_eq "a removed peer's class is gone" yes "$ok"
 expect_eq "filters to 1:12 gone" "" "$(filters_to 1:12)"
 kill "$DPID"
