@@ -266,11 +266,11 @@ static struct cake_opts leaf_opts(const struct tree_input *in, const struct cake
 /*
  * Classes: each peer's rate (never above the cap) is its class's ceil: HTB
  * shapes, its cake leaf is unlimited and manages the queue. (A cake that
- * shapes under HTB does worse: HTB takes it for a class that will not send,
- * "non-work-conserving", and the p95 added latency in vm-peers was 4 times
- * as high; tests/vm/README.md.) With a cap, the guaranteed rates are the
- * peers' rates scaled down until they fit in it, with a share for the
- * default class, so that the cap holds when all are busy.
+ * shapes under HTB measured about as well in vm-peers, but HTB takes it for
+ * a class that will not send, "non-work-conserving", and the cap and a rate
+ * change are HTB's anyway; tests/vm/README.md.) With a cap, the guaranteed
+ * rates are the peers' rates scaled down until they fit in it, with a share
+ * for the default class, so that the cap holds when all are busy.
  */
 static void plan_classes(const struct tree_input *in, struct tree_plan *out)
 {
