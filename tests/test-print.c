@@ -86,27 +86,18 @@ static void test_json(void)
 			"\"share\":0.5,\"present\":true,\"ingress\":null,\"tins\":[7]}]");
 }
 
-/* JSON has no unsigned 64-bit numbers: a value past INT64_MAX is clamped, never wrapped. */
-static void test_clamp(void)
+static void write_big(void)
 {
-	char path[] = "/tmp/test-print.XXXXXX";
-	int fd = g_mkstemp(path), saved;
-	g_autofree char *out = NULL;
-
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	dup2(fd, STDOUT_FILENO);
-	print_begin(true);
 	print_open_object(NULL);
 	print_uint("big", NULL, UINT64_MAX);
 	print_close_object();
-	print_end();
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	close(fd);
-	g_assert_true(g_file_get_contents(path, &out, NULL, NULL));
-	g_unlink(path);
+}
+
+/* JSON has no unsigned 64-bit numbers: a value past INT64_MAX is clamped, never wrapped. */
+static void test_clamp(void)
+{
+	g_autofree char *out = capture(true, write_big);
+
 	g_assert_nonnull(strstr(out, "9223372036854775807"));
 	g_assert_null(strstr(out, "-1"));
 }
@@ -116,19 +107,8 @@ static void test_clamp(void)
  * state file name from outside) is written with \xNN for each stray byte,
  * so that the document always parses; control characters are JSON's \u00NN.
  */
-static void test_not_utf8(void)
+static void write_not_utf8(void)
 {
-	char path[] = "/tmp/test-print.XXXXXX";
-	int fd = g_mkstemp(path), saved;
-	g_autofree char *out = NULL;
-	g_autoptr(JsonParser) parser = json_parser_new();
-	g_autoptr(GError) err = NULL;
-	JsonObject *o;
-
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	dup2(fd, STDOUT_FILENO);
-	print_begin(true);
 	print_open_object(NULL);
 	print_string("name", NULL, "wg\xff");
 	print_string("k\xfe\xc3", NULL, "caf\xc3\xa9 \xe2\x82");
@@ -137,13 +117,14 @@ static void test_not_utf8(void)
 	print_string(PRINT_ELEM, NULL, "\xc0\xaf.conf");
 	print_close_array();
 	print_close_object();
-	print_end();
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	close(fd);
-	g_assert_true(g_file_get_contents(path, &out, NULL, NULL));
-	g_unlink(path);
+}
+
+static void test_not_utf8(void)
+{
+	g_autofree char *out = capture(true, write_not_utf8);
+	g_autoptr(JsonParser) parser = json_parser_new();
+	g_autoptr(GError) err = NULL;
+	JsonObject *o;
 
 	g_assert_true(g_utf8_validate(out, -1, NULL));
 	g_assert_null(strchr(out, '\x1b'));
