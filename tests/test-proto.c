@@ -3,13 +3,16 @@
  * The tune/serve protocol's codec (proto/tune.h): the probe datagram byte for
  * byte, its round trip, every length short and long, a wrong magic, its
  * version and type; which datagrams the echo answers, and with what; the load
- * URLs.
+ * URLs. The rate channel's codec (proto/rate.h) the same way: every type
+ * and status, every short length, the magic, the versions, a status where
+ * none may be, and which datagrams the server takes at all.
  */
 #include <errno.h>
 #include <string.h>
 
 #include <glib.h>
 
+#include "proto/rate.h"
 #include "proto/tune.h"
 
 #define check(cond, ...)                                  \
@@ -308,6 +311,313 @@ static void test_url(void)
 	}
 }
 
+/* ---- the rate channel (proto/rate.h) --------------------------------------- */
+
+static const struct rate_msg rate_req = {
+	.version = RATE_VERSION, .type = RATE_REQUEST, .status = RATE_NONE,
+	.token = 0x01020304, .rate = UINT64_C(0x1122334455667788),
+};
+
+static bool same_msg(const struct rate_msg *a, const struct rate_msg *b)
+{
+	return a->version == b->version && a->type == b->type && a->status == b->status &&
+	       a->token == b->token && a->lease == b->lease && a->rate == b->rate &&
+	       a->fallback == b->fallback;
+}
+
+/* A message that no parse writes: one to see whether *out was touched. */
+static const struct rate_msg rate_poison = {
+	.version = 99, .type = RATE_ANSWER, .status = RATE_FAILED,
+	.token = 7, .lease = 7, .rate = 7, .fallback = 7,
+};
+
+/* Byte for byte, as a capture shows it. */
+static void test_rate_layout(void)
+{
+	static const uint8_t want[RATE_MSG_SIZE] = {
+		0x77, 0x67, 0x73, 0x72, /* "wgsr" */
+		0x01, /* version */
+		0x01, /* type: an answer */
+		0x02, /* status: clamped */
+		0x00, /* reserved */
+		0xde, 0xad, 0xbe, 0xef, /* token */
+		0x00, 0x00, 0x00, 0xb4, /* lease: 180 s */
+		0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, /* rate */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x98, 0x96, 0x80, /* fallback: 10,000,000 */
+	};
+	struct rate_msg m = {
+		.type = RATE_ANSWER, .status = RATE_CLAMPED, .token = 0xdeadbeef, .lease = 180,
+		.rate = UINT64_C(0x1122334455667788), .fallback = 10000000,
+	};
+	uint8_t buf[RATE_MSG_SIZE + 1];
+
+	memset(buf, 0xaa, sizeof(buf));
+	/* version 0 in the struct: encode writes ours */
+	g_assert_cmpint(rate_msg_encode(&m, buf, sizeof(buf)), ==, 0);
+	g_assert_cmpmem(buf, RATE_MSG_SIZE, want, sizeof(want));
+	g_assert_cmpint(buf[RATE_MSG_SIZE], ==, 0xaa);
+	/* nor a version above ours: it is never sent */
+	m.version = RATE_VERSION + 1;
+	g_assert_cmpint(rate_msg_encode(&m, buf, sizeof(buf)), ==, 0);
+	g_assert_cmpint(buf[4], ==, RATE_VERSION);
+	/* the reserved byte is zero whatever was in the buffer */
+	memset(buf, 0xff, sizeof(buf));
+	g_assert_cmpint(rate_msg_encode(&m, buf, sizeof(buf)), ==, 0);
+	g_assert_cmpint(buf[7], ==, 0);
+}
+
+/* Every type with every status it may carry comes back the same. */
+static void test_rate_roundtrip(void)
+{
+	size_t n = 0;
+
+	for (unsigned int t = RATE_REQUEST; t <= RATE_ANSWER; t++) {
+		for (unsigned int s = 0; s < RATE_STATUS_MAX; s++) {
+			struct rate_msg m = {
+				.version = RATE_VERSION, .type = (enum rate_type)t,
+				.status = (enum rate_status)s, .token = 0x80000001u * (s + 1),
+				.lease = t ? 180 : 0, .rate = UINT64_MAX - s,
+				.fallback = t ? UINT64_C(12500000) + s : 0,
+			}, back = rate_poison;
+			uint8_t buf[RATE_MSG_SIZE];
+			int r = rate_msg_encode(&m, buf, sizeof(buf));
+
+			if (t == RATE_REQUEST && s != RATE_NONE) {
+				check(r == -EINVAL, "request with status %u encoded: %d", s, r);
+				continue;
+			}
+			check(r == 0, "type %u status %u: encode %d", t, s, r);
+			r = rate_msg_parse(buf, sizeof(buf), &back);
+			check(r == 0, "type %u status %u: parse %d", t, s, r);
+			check(same_msg(&m, &back), "type %u status %u: came back different", t, s);
+			n++;
+		}
+	}
+	/* a request, and an answer with each status */
+	g_assert_cmpuint(n, ==, 1 + RATE_STATUS_MAX);
+}
+
+/* Every length short of a message refused, *out untouched; longer: the rest ignored. */
+static void test_rate_lengths(void)
+{
+	uint8_t buf[RATE_MSG_MAX * 2];
+
+	memset(buf, 0x5a, sizeof(buf));
+	g_assert_cmpint(rate_msg_encode(&rate_req, buf, sizeof(buf)), ==, 0);
+	for (size_t len = 0; len <= sizeof(buf); len++) {
+		struct rate_msg out = rate_poison;
+		uint8_t *copy = g_memdup2(buf, len); /* exactly len: ASan sees a read past it */
+		int r = rate_msg_parse(copy, len, &out);
+
+		if (len < RATE_MSG_SIZE) {
+			check(r == -EBADMSG, "len %zu: %d, not -EBADMSG", len, r);
+			check(same_msg(&out, &rate_poison), "len %zu: *out written", len);
+		} else {
+			check(r == 0 && same_msg(&out, &rate_req), "len %zu: %d, or not the same",
+			      len, r);
+		}
+		g_free(copy);
+	}
+}
+
+/* Every bit of the magic matters; the reserved byte does not. */
+static void test_rate_magic(void)
+{
+	uint8_t good[RATE_MSG_SIZE];
+	struct rate_msg out;
+
+	g_assert_cmpint(rate_msg_encode(&rate_req, good, sizeof(good)), ==, 0);
+	for (size_t bit = 0; bit < 32; bit++) {
+		uint8_t buf[RATE_MSG_SIZE];
+
+		memcpy(buf, good, sizeof(buf));
+		buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		out = rate_poison;
+		check(rate_msg_parse(buf, sizeof(buf), &out) == -EBADMSG,
+		      "magic with bit %zu flipped accepted", bit);
+		check(same_msg(&out, &rate_poison), "bit %zu: *out written", bit);
+	}
+	/* the tune probe's magic is not ours */
+	memcpy(good, "wgsp", 4);
+	g_assert_cmpint(rate_msg_parse(good, sizeof(good), &out), ==, -EBADMSG);
+	g_assert_cmpint(rate_msg_encode(&rate_req, good, sizeof(good)), ==, 0);
+	for (unsigned int v = 1; v < 256; v++) {
+		good[7] = (uint8_t)v;
+		out = rate_poison;
+		check(rate_msg_parse(good, sizeof(good), &out) == 0 && same_msg(&out, &rate_req),
+		      "reserved byte %#x: not read as the same message", v);
+	}
+}
+
+/*
+ * The version byte, every value, with each type: 0 is no version; a newer
+ * one than ours is refused with just enough filled in to answer it.
+ */
+static void test_rate_version(void)
+{
+	struct rate_msg ans = { .type = RATE_ANSWER, .status = RATE_APPLIED, .token = 9,
+				.lease = 180, .rate = 1000, .fallback = 500 };
+	uint8_t req[RATE_MSG_SIZE], answer[RATE_MSG_SIZE];
+
+	g_assert_cmpint(rate_msg_encode(&rate_req, req, sizeof(req)), ==, 0);
+	g_assert_cmpint(rate_msg_encode(&ans, answer, sizeof(answer)), ==, 0);
+	for (unsigned int v = 0; v < 256; v++) {
+		for (int which = 0; which < 2; which++) {
+			const uint8_t *good = which ? answer : req;
+			struct rate_msg out = rate_poison;
+			uint8_t buf[RATE_MSG_SIZE];
+			int r;
+
+			memcpy(buf, good, sizeof(buf));
+			buf[4] = (uint8_t)v;
+			r = rate_msg_parse(buf, sizeof(buf), &out);
+			if (v == 0) {
+				check(r == -EBADMSG, "version 0: %d", r);
+				check(same_msg(&out, &rate_poison), "version 0: *out written");
+			} else if (v <= RATE_VERSION) {
+				check(r == 0 && out.version == v, "version %u: %d", v, r);
+			} else {
+				check(r == -EPROTONOSUPPORT, "version %u: %d", v, r);
+				check(out.version == v && out.token == (which ? 9u : rate_req.token) &&
+					      out.type == (which ? RATE_ANSWER : RATE_REQUEST),
+				      "version %u: version, type or token not filled", v);
+				/* the rest as it was */
+				check(out.status == rate_poison.status &&
+					      out.lease == rate_poison.lease &&
+					      out.rate == rate_poison.rate &&
+					      out.fallback == rate_poison.fallback,
+				      "version %u: more than version, type and token written", v);
+			}
+		}
+	}
+	/* a newer version with a type that is neither: no message at all */
+	{
+		struct rate_msg out = rate_poison;
+
+		req[4] = RATE_VERSION + 1;
+		req[5] = 2;
+		g_assert_cmpint(rate_msg_parse(req, sizeof(req), &out), ==, -EBADMSG);
+		g_assert_true(same_msg(&out, &rate_poison));
+	}
+}
+
+/* The type and status bytes, every pair: a request carries none, an answer one of the enum. */
+static void test_rate_type_status(void)
+{
+	uint8_t good[RATE_MSG_SIZE];
+
+	g_assert_cmpint(rate_msg_encode(&rate_req, good, sizeof(good)), ==, 0);
+	for (unsigned int t = 0; t < 256; t++) {
+		for (unsigned int s = 0; s < 256; s++) {
+			struct rate_msg out = rate_poison;
+			uint8_t buf[RATE_MSG_SIZE];
+			bool ok = (t == RATE_REQUEST && s == RATE_NONE) ||
+				  (t == RATE_ANSWER && s < RATE_STATUS_MAX);
+			int r;
+
+			memcpy(buf, good, sizeof(buf));
+			buf[5] = (uint8_t)t;
+			buf[6] = (uint8_t)s;
+			r = rate_msg_parse(buf, sizeof(buf), &out);
+			check(r == (ok ? 0 : -EBADMSG), "type %u status %u: %d", t, s, r);
+			if (ok)
+				check(out.type == (enum rate_type)t &&
+					      out.status == (enum rate_status)s,
+				      "type %u status %u: read as %d %d", t, s, out.type,
+				      out.status);
+			else
+				check(same_msg(&out, &rate_poison), "type %u status %u: *out written",
+				      t, s);
+		}
+	}
+}
+
+/* What is never sent: refused, and not a byte written. */
+static void test_rate_encode_bad(void)
+{
+	static const struct {
+		unsigned int type, status;
+		size_t size;
+		int want;
+	} cases[] = {
+		{ RATE_REQUEST, RATE_APPLIED, RATE_MSG_SIZE, -EINVAL }, /* a request with a status */
+		{ RATE_REQUEST, RATE_UNSUPPORTED, RATE_MSG_SIZE, -EINVAL },
+		{ RATE_ANSWER, RATE_STATUS_MAX, RATE_MSG_SIZE, -EINVAL },
+		{ RATE_ANSWER, 255, RATE_MSG_SIZE, -EINVAL },
+		{ 2, RATE_NONE, RATE_MSG_SIZE, -EINVAL },
+		{ RATE_ANSWER, RATE_APPLIED, 0, -ENOBUFS },
+		{ RATE_ANSWER, RATE_APPLIED, RATE_MSG_SIZE - 1, -ENOBUFS },
+		{ RATE_ANSWER, RATE_APPLIED, RATE_MSG_SIZE, 0 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct rate_msg m = { .type = (enum rate_type)cases[i].type,
+				      .status = (enum rate_status)cases[i].status, .token = 1 };
+		uint8_t buf[RATE_MSG_SIZE + 1];
+		int r;
+
+		memset(buf, 0xcc, sizeof(buf));
+		r = rate_msg_encode(&m, buf, cases[i].size);
+		check(r == cases[i].want, "row %zu: %d, not %d", i, r, cases[i].want);
+		for (size_t b = 0; r < 0 && b < sizeof(buf); b++)
+			check(buf[b] == 0xcc, "row %zu: byte %zu written", i, b);
+		check(buf[RATE_MSG_SIZE] == 0xcc, "row %zu: wrote past the message", i);
+	}
+	/* every size short of a message */
+	for (size_t size = 0; size < RATE_MSG_SIZE; size++) {
+		uint8_t *buf = g_malloc(size ? size : 1); /* ASan sees a write past it */
+
+		check(rate_msg_encode(&rate_req, buf, size) == -ENOBUFS, "size %zu", size);
+		g_free(buf);
+	}
+}
+
+static void test_rate_accept(void)
+{
+	static const struct {
+		size_t len;
+		uint16_t from;
+		bool want;
+	} cases[] = {
+		{ 0, 40000, false },
+		{ RATE_MSG_SIZE - 1, 40000, false }, /* shorter than a message: no answer */
+		{ RATE_MSG_SIZE, 40000, true },
+		{ RATE_MSG_MAX, 40000, true }, /* a later version's longer request */
+		{ RATE_MSG_MAX + 1, 40000, false },
+		{ 65507, 40000, false },
+		{ RATE_MSG_SIZE, 0, false },
+		{ RATE_MSG_SIZE, 53, false }, /* a service */
+		{ RATE_MSG_SIZE, 1023, false },
+		{ RATE_MSG_SIZE, 1024, true },
+		{ RATE_MSG_SIZE, RATE_PORT - 1, true },
+		{ RATE_MSG_SIZE, RATE_PORT, false }, /* another daemon */
+		{ RATE_MSG_SIZE, RATE_PORT + 1, true },
+		{ RATE_MSG_SIZE, 65535, true },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
+		check(rate_accept(cases[i].len, cases[i].from) == cases[i].want,
+		      "%zu bytes from port %u: want %s", cases[i].len, cases[i].from,
+		      cases[i].want ? "taken" : "dropped");
+}
+
+static void test_rate_status_str(void)
+{
+	static const char *const want[] = {
+		[RATE_NONE] = "none",	    [RATE_APPLIED] = "applied", [RATE_CLAMPED] = "clamped",
+		[RATE_DEFAULT] = "default", [RATE_REFUSED] = "refused", [RATE_FAILED] = "failed",
+		[RATE_UNSUPPORTED] = "unsupported",
+	};
+
+	G_STATIC_ASSERT(G_N_ELEMENTS(want) == RATE_STATUS_MAX);
+	for (unsigned int s = 0; s < RATE_STATUS_MAX; s++)
+		check(!g_strcmp0(rate_status_str((enum rate_status)s), want[s]), "status %u: '%s'",
+		      s, rate_status_str((enum rate_status)s));
+	g_assert_cmpstr(rate_status_str(RATE_STATUS_MAX), ==, "?");
+	g_assert_cmpstr(rate_status_str((enum rate_status)255), ==, "?");
+	g_assert_cmpstr(rate_status_str((enum rate_status)-1), ==, "?");
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -321,6 +631,15 @@ int main(int argc, char **argv)
 	g_test_add_func("/proto/probe/answer", test_answer);
 	g_test_add_func("/proto/echo/accept", test_echo_accept);
 	g_test_add_func("/proto/url", test_url);
+	g_test_add_func("/proto/rate/layout", test_rate_layout);
+	g_test_add_func("/proto/rate/roundtrip", test_rate_roundtrip);
+	g_test_add_func("/proto/rate/lengths", test_rate_lengths);
+	g_test_add_func("/proto/rate/magic", test_rate_magic);
+	g_test_add_func("/proto/rate/version", test_rate_version);
+	g_test_add_func("/proto/rate/type-status", test_rate_type_status);
+	g_test_add_func("/proto/rate/encode-bad", test_rate_encode_bad);
+	g_test_add_func("/proto/rate/accept", test_rate_accept);
+	g_test_add_func("/proto/rate/status-str", test_rate_status_str);
 
 	return g_test_run();
 }

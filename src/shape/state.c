@@ -114,13 +114,7 @@ static int dir_safe(const char *dir)
 	return r;
 }
 
-/*
- * The file name in the state folder dir, read whole if it is fit to take
- * orders from: a regular file (not a FIFO, which would hang the read, nor a
- * link to /dev/zero, which would never end), ours, at most max bytes.
- * -ENOENT when there is none; a refusal is logged.
- */
-static int file_read(const char *dir, const char *name, size_t max, GString **out)
+int state_file_read(const char *dir, const char *name, size_t max, GString **out)
 {
 	g_autofree char *path = g_build_filename(dir, name, NULL);
 	g_autofree char *why = NULL, *shown = NULL;
@@ -242,7 +236,7 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 	if (!ifname_is_valid(ifname))
 		return -EINVAL;
 	file = g_strconcat(ifname, SUFFIX, NULL);
-	r = file_read(dir, file, STATE_MAX_BYTES, &text);
+	r = state_file_read(dir, file, STATE_MAX_BYTES, &text);
 	if (r < 0)
 		return r;
 	return state_parse(text->str, text->len, out);
@@ -313,19 +307,11 @@ int state_parse(const char *data, size_t len, struct shape_state *out)
 int state_save(const char *dir, const char *ifname, const struct shape_state *st)
 {
 	g_autoptr(GKeyFile) kf = g_key_file_new();
-	g_autoptr(GError) err = NULL;
-	g_autofree char *path = NULL, *data = NULL;
+	g_autofree char *file = NULL, *data = NULL;
 	gsize len;
-	int r;
 
 	if (!ifname_is_valid(ifname))
 		return -EINVAL;
-	if (g_mkdir_with_parents(dir, 0755) < 0)
-		return -errno;
-	r = dir_safe(dir);
-	if (r < 0)
-		return r;
-
 	g_key_file_set_integer(kf, "interface", "ifindex", st->ifindex);
 	g_key_file_set_integer(kf, "interface", "overhead", st->overhead);
 	if (st->overhead_reason[0])
@@ -351,11 +337,35 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 	peers_save(kf, st);
 
 	data = g_key_file_to_data(kf, &len, NULL);
-	path = state_path(dir, ifname);
+	file = g_strconcat(ifname, SUFFIX, NULL);
+	return state_file_write(dir, file, data, len);
+}
+
+int state_file_write(const char *dir, const char *name, const char *data, size_t len)
+{
+	g_autoptr(GError) err = NULL;
+	g_autofree char *path = NULL;
+	int r;
+
+	if (g_mkdir_with_parents(dir, 0755) < 0)
+		return -errno;
+	r = dir_safe(dir);
+	if (r < 0)
+		return r;
+	path = g_build_filename(dir, name, NULL);
 	/* Writes a temporary file and renames it over the old one. */
 	if (!g_file_set_contents_full(path, data, (gssize)len, G_FILE_SET_CONTENTS_CONSISTENT,
 				      0644, &err))
 		return gerror_to_errno(err);
+	return 0;
+}
+
+int state_file_remove(const char *dir, const char *name)
+{
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+
+	if (g_unlink(path) < 0 && errno != ENOENT)
+		return -errno;
 	return 0;
 }
 
@@ -508,7 +518,7 @@ static pid_t live_holder(const char *dir, const char *ifname)
 	uint64_t start;
 	pid_t pid;
 
-	if (file_read(dir, file, HOLD_MAX_BYTES, &text) < 0 ||
+	if (state_file_read(dir, file, HOLD_MAX_BYTES, &text) < 0 ||
 	    hold_parse(text->str, ifname, &pid, &start) < 0)
 		return 0;
 	if (proc_start((pid_t)pid) != start)

@@ -50,6 +50,18 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out);
 int state_parse(const char *data, size_t len, struct shape_state *out);
 /* Atomic: a reader sees the old file or the new one, never a torn one. */
 int state_save(const char *dir, const char *ifname, const struct shape_state *st);
+/*
+ * Any file of ours in the state folder (IFNAME.state, IFNAME.leases, ...):
+ * name in dir, read whole if it is fit to take orders from: a regular file
+ * (not a FIFO, which would hang the read, nor a link to /dev/zero, which
+ * would never end), ours, at most max bytes. -ENOENT when there is none; a
+ * refusal is logged.
+ */
+int state_file_read(const char *dir, const char *name, size_t max, GString **out);
+/* name in dir (made if missing, and checked), atomically. 0 or -errno. */
+int state_file_write(const char *dir, const char *name, const char *data, size_t len);
+/* 0 also when there was nothing to remove. */
+int state_file_remove(const char *dir, const char *name);
 /* 0 also when there was nothing to remove. */
 int state_remove(const char *dir, const char *ifname);
 /*

@@ -17,14 +17,15 @@ LAYERS = {
     "proto": set(),
     "netlink": {"util"},
     "shape": {"netlink", "util"},
+    "channel": {"proto", "shape", "netlink", "util"},
     "profile": set(),
-    "config": {"shape", "netlink", "profile", "util"},
+    "config": {"channel", "proto", "shape", "netlink", "profile", "util"},
     "nm": {"profile", "util"},
-    "daemon": {"config", "nm", "shape", "netlink", "profile", "util"},
+    "daemon": {"config", "channel", "proto", "nm", "shape", "netlink", "profile", "util"},
     "measure": {"proto", "util"},
     "serve": {"proto", "netlink", "util"},
     "tune": {"measure", "serve", "proto", "config", "nm", "shape", "netlink", "profile", "util"},
-    "cli": {"daemon", "tune", "measure", "serve", "proto", "config", "nm", "shape", "netlink",
+    "cli": {"daemon", "channel", "tune", "measure", "serve", "proto", "config", "nm", "shape", "netlink",
             "profile", "util"},
 }
 

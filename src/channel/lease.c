@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+#include <time.h>
+#include <glib.h>
+
+#include "channel/lease.h"
+#include "shape/peers.h"
+#include "shape/state.h"
+#include "util/ifname.h"
+#include "util/log.h"
+#include "util/text.h"
+
+/*
+ * The longest lease line: 44 + 1 + 20 + 1 + 19 characters. A longer one is
+ * not a lease, and is not copied to look at.
+ */
+#define LINE_MAX_LEN 96
+/* LEASE_MAX lines of at most LINE_MAX_LEN and a newline: more is none of ours */
+#define LEASE_MAX_BYTES ((size_t)LEASE_MAX * (LINE_MAX_LEN + 1))
+
+int64_t lease_now(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec;
+}
+
+/* Decimal digits only (no sign, no space: strtoull would take both), at most max. */
+static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		unsigned int d = (unsigned int)(*s - '0');
+
+		if (d > 9 || v > (max - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
+}
+
+/* One line, NUL-free and without its newline: a lease, or false. */
+static bool parse_line(char *line, struct rate_lease *l)
+{
+	char *f[4], *save = NULL;
+	uint64_t rate, until;
+	size_t n = 0;
+
+	for (char *t = strtok_r(line, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
+		if (n == G_N_ELEMENTS(f))
+			return false;
+		f[n++] = t;
+	}
+	if (n != 3 || wg_key_from_base64(f[0], l->key) < 0)
+		return false;
+	/* rate 0 is no lease (lease_put's way of taking one out), nor is a time before boot */
+	if (!parse_u64(f[1], UINT64_MAX, &rate) || !rate ||
+	    !parse_u64(f[2], INT64_MAX, &until) || !until)
+		return false;
+	l->rate = rate;
+	l->until = (int64_t)until;
+	return true;
+}
+
+static guint key_hash(gconstpointer k)
+{
+	const uint8_t *p = k;
+	guint h = 2166136261u; /* FNV-1a */
+
+	for (size_t i = 0; i < WG_KEY_LEN; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, WG_KEY_LEN) == 0;
+}
+
+int lease_parse(const char *text, size_t len, GArray *out)
+{
+	/* key (in a lease of out) -> its index + 1, for the last to win */
+	g_autoptr(GHashTable) seen = g_hash_table_new_full(key_hash, key_equal, g_free, NULL);
+	const char *p = text, *end = text + len;
+	guint first = out->len;
+	size_t skipped = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = (size_t)((nl ? nl : end) - p);
+		char line[LINE_MAX_LEN + 1];
+		struct rate_lease l;
+		gpointer at;
+
+		if (n > LINE_MAX_LEN || memchr(p, '\0', n)) {
+			skipped++;
+			goto next;
+		}
+		memcpy(line, p, n);
+		line[n] = '\0';
+		if (!line[strspn(line, " \t\r")])
+			goto next; /* a blank line: nothing to skip */
+		if (!parse_line(line, &l)) {
+			skipped++;
+			goto next;
+		}
+		at = g_hash_table_lookup(seen, l.key);
+		if (at) {
+			g_array_index(out, struct rate_lease, GPOINTER_TO_UINT(at) - 1) = l;
+		} else if (out->len - first < LEASE_MAX) {
+			g_array_append_val(out, l);
+			g_hash_table_insert(seen, g_memdup2(l.key, WG_KEY_LEN),
+					    GUINT_TO_POINTER(out->len));
+		} else {
+			skipped++;
+		}
+next:
+		p = nl ? nl + 1 : end;
+	}
+	return skipped > INT_MAX ? INT_MAX : (int)skipped;
+}
+
+static char *lease_file(const char *ifname)
+{
+	return g_strconcat(ifname, LEASE_SUFFIX, NULL);
+}
+
+int lease_load(const char *dir, const char *ifname, GArray *out)
+{
+	g_autoptr(GString) text = NULL;
+	g_autofree char *file = NULL;
+	int r, skipped;
+
+	if (!ifname_is_valid(ifname))
+		return -EINVAL;
+	file = lease_file(ifname);
+	/* the state files' care: safe folders, a regular file of ours, no link, a size cap */
+	r = state_file_read(dir, file, LEASE_MAX_BYTES, &text);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	skipped = lease_parse(text->str, text->len, out);
+	if (skipped) {
+		g_autofree char *path = g_build_filename(dir, file, NULL);
+
+		log_warn("leases: %s: skipped %d lines that are not a lease", TEXT_QUOTE(path),
+			 skipped);
+	}
+	return 0;
+}
+
+int lease_save(const char *dir, const char *ifname, const struct rate_lease *leases, size_t n,
+	       int64_t now)
+{
+	g_autoptr(GString) text = g_string_new(NULL);
+	g_autofree char *file = NULL;
+
+	if (!ifname_is_valid(ifname))
+		return -EINVAL;
+	file = lease_file(ifname);
+	for (size_t i = 0; i < n; i++) {
+		char key[45];
+
+		/* a rate 0 would read back as no lease: it is none here either */
+		if (!rate_lease_live(&leases[i], now) || !leases[i].rate)
+			continue;
+		wg_key_to_base64(leases[i].key, key);
+		g_string_append_printf(text, "%s %" PRIu64 " %" PRId64 "\n", key, leases[i].rate,
+				       leases[i].until);
+	}
+	/* none live: no file, so that a reader finds nothing rather than an empty list */
+	if (!text->len)
+		return state_file_remove(dir, file);
+	return state_file_write(dir, file, text->str, text->len);
+}
+
+int lease_put(const char *dir, const char *ifname, const uint8_t *key, uint64_t rate,
+	      int64_t until, int64_t now)
+{
+	g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));
+	struct rate_lease l = { .rate = rate, .until = until };
+	int r = lease_load(dir, ifname, leases);
+
+	if (r < 0)
+		return r;
+	for (guint i = leases->len; i-- > 0;)
+		if (!memcmp(g_array_index(leases, struct rate_lease, i).key, key, WG_KEY_LEN))
+			g_array_remove_index(leases, i);
+	memcpy(l.key, key, WG_KEY_LEN);
+	if (rate)
+		g_array_append_val(leases, l);
+	/* lease_save leaves out the ended ones */
+	return lease_save(dir, ifname, (const struct rate_lease *)(void *)leases->data,
+			  leases->len, now);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A server's leases, kept across daemon restarts: the file IFNAME.leases in
+ * the state directory (beside IFNAME.state), one line per lease:
+ *
+ *   KEY RATE UNTIL
+ *
+ * KEY the peer's public key in base64 (44 characters), RATE bytes/s in
+ * decimal, UNTIL the lease's end in seconds of CLOCK_BOOTTIME (which counts
+ * on through suspend and starts again at boot, when the state directory, a
+ * tmpfs, is empty again). Written atomically; read with the state files'
+ * care (a file others can write, or that is not a regular one, is refused).
+ */
+#ifndef WGSHAPE_CHANNEL_LEASE_H
+#define WGSHAPE_CHANNEL_LEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <glib.h>
+
+#include "channel/policy.h"
+
+#define LEASE_SUFFIX ".leases"
+/* more leases than peers an interface can shape (TREE_PEER_MINOR_LAST) are not read */
+#define LEASE_MAX 65536
+
+/* Now, in seconds of CLOCK_BOOTTIME. */
+int64_t lease_now(void);
+
+/*
+ * The leases in text (a lease file's content) appended to out (struct
+ * rate_lease). A line that is not a lease is skipped; returns how many were
+ * skipped. Never more than LEASE_MAX leases; a key given twice: the last wins.
+ */
+int lease_parse(const char *text, size_t len, GArray *out);
+
+/*
+ * ifname's leases appended to out. 0 also when there is no file; -EPERM,
+ * -EINVAL, -EFBIG (logged) for a file not fit to read (state.h's rules).
+ */
+int lease_load(const char *dir, const char *ifname, GArray *out);
+
+/*
+ * Write ifname's leases (those live at now; none: the file is removed).
+ * Atomic. 0 or -errno.
+ */
+int lease_save(const char *dir, const char *ifname, const struct rate_lease *leases, size_t n,
+	       int64_t now);
+
+/*
+ * Put key's lease at rate until until into ifname's file (replacing its
+ * last one), or take it out (rate 0). Leases that ended are dropped on the
+ * way. 0 or -errno.
+ */
+int lease_put(const char *dir, const char *ifname, const uint8_t *key, uint64_t rate,
+	      int64_t until, int64_t now);
+
+#endif

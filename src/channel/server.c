@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <glib.h>
+
+#include "channel/policy.h"
+#include "channel/server.h"
+#include "shape/peers.h"
+#include "shape/units.h"
+#include "util/addr.h"
+#include "util/log.h"
+
+/* Every datagram costs two netlink dumps: at most this many a second, from everyone. */
+#define SERVER_PER_SECOND 100
+
+struct rate_server {
+	struct netlink *nl;
+	int fd[2]; /* AF_INET, AF_INET6 */
+	rate_decide_fn decide;
+	void *ud;
+	GHashTable *buckets; /* "ifname/key" -> struct rate_bucket */
+	gint64 second; /* the second (monotonic) counted ... */
+	unsigned int in_second; /* ... and the datagrams handled in it */
+};
+
+static int open_one(int family, unsigned int port)
+{
+	union {
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} a = { 0 };
+	int one = 1, fd;
+
+	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (family == AF_INET) {
+		a.in.sin_family = AF_INET;
+		a.in.sin_port = htons((uint16_t)port);
+		if (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) < 0)
+			goto fail;
+	} else {
+		a.in6.sin6_family = AF_INET6;
+		a.in6.sin6_port = htons((uint16_t)port);
+		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0 ||
+		    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)) < 0)
+			goto fail;
+	}
+	if (bind(fd, (struct sockaddr *)&a,
+		 family == AF_INET ? sizeof(a.in) : sizeof(a.in6)) < 0)
+		goto fail;
+	return fd;
+fail:
+	one = -errno;
+	close(fd);
+	return one;
+}
+
+int rate_server_open(struct netlink *nl, unsigned int port, rate_decide_fn decide, void *ud,
+		     struct rate_server **out)
+{
+	struct rate_server *s = g_new0(struct rate_server, 1);
+	int r4, r6;
+
+	s->nl = nl;
+	s->decide = decide;
+	s->ud = ud;
+	r4 = s->fd[0] = open_one(AF_INET, port);
+	r6 = s->fd[1] = open_one(AF_INET6, port);
+	if (r4 < 0 && r6 < 0) {
+		g_free(s);
+		return r4;
+	}
+	if (r4 < 0)
+		log_warn("rate channel: IPv4 port %u: %s; IPv6 only", port, strerror(-r4));
+	if (r6 < 0 && r6 != -EAFNOSUPPORT)
+		log_warn("rate channel: IPv6 port %u: %s; IPv4 only", port, strerror(-r6));
+	s->buckets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	*out = s;
+	return 0;
+}
+
+void rate_server_fds(const struct rate_server *s, int fds[2])
+{
+	fds[0] = s->fd[0] >= 0 ? s->fd[0] : -1;
+	fds[1] = s->fd[1] >= 0 ? s->fd[1] : -1;
+}
+
+void rate_server_close(struct rate_server *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < 2; i++)
+		if (s->fd[i] >= 0)
+			close(s->fd[i]);
+	g_hash_table_unref(s->buckets);
+	g_free(s);
+}
+
+/* One datagram as it came in. */
+struct dgram {
+	uint8_t buf[RATE_MSG_MAX + 1];
+	size_t len;
+	int family;
+	union {
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} from;
+	int ifindex; /* where it came in */
+	uint8_t to[16]; /* the address it was sent to */
+};
+
+static int receive(int fd, struct dgram *d)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct cmsghdr align;
+	} control;
+	struct iovec iov = { .iov_base = d->buf, .iov_len = sizeof(d->buf) };
+	struct msghdr msg = {
+		.msg_name = &d->from,
+		.msg_namelen = sizeof(d->from),
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = control.buf,
+		.msg_controllen = sizeof(control.buf),
+	};
+	ssize_t n = recvmsg(fd, &msg, MSG_TRUNC);
+
+	if (n < 0)
+		return -errno;
+	d->len = (size_t)n; /* MSG_TRUNC: the real length, even of one cut short */
+	d->family = d->from.in.sin_family;
+	d->ifindex = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			d->ifindex = pi.ipi_ifindex;
+			memcpy(d->to, &pi.ipi_addr, 4);
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			d->ifindex = (int)pi.ipi6_ifindex;
+			memcpy(d->to, &pi.ipi6_addr, 16);
+		}
+	}
+	return 0;
+}
+
+/* Is to one of ifindex's own addresses? */
+static bool own_address(struct netlink *nl, int ifindex, int family, const uint8_t *to)
+{
+	g_autofree struct addr_info *addrs = NULL;
+	size_t n = 0;
+
+	if (netlink_addr_list(nl, &addrs, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (addrs[i].ifindex == ifindex && addrs[i].family == family &&
+		    !memcmp(addrs[i].addr, to, family == AF_INET ? 4 : 16))
+			return true;
+	return false;
+}
+
+/* The answer goes back from the address the request was sent to, out of the tunnel. */
+static void reply(int fd, const struct dgram *d, const uint8_t *out, size_t len)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} control = { 0 };
+	struct iovec iov = { .iov_base = (void *)out, .iov_len = len };
+	struct msghdr msg = {
+		.msg_name = (void *)&d->from,
+		.msg_namelen = d->family == AF_INET ? sizeof(d->from.in) : sizeof(d->from.in6),
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = control.buf,
+	};
+	struct cmsghdr *c = (struct cmsghdr *)control.buf;
+
+	if (d->family == AF_INET) {
+		struct in_pktinfo pi = { .ipi_ifindex = d->ifindex };
+
+		memcpy(&pi.ipi_spec_dst, d->to, 4);
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
+	} else {
+		struct in6_pktinfo pi = { .ipi6_ifindex = (unsigned int)d->ifindex };
+
+		memcpy(&pi.ipi6_addr, d->to, 16);
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
+	}
+	if (sendmsg(fd, &msg, MSG_DONTWAIT) < 0)
+		log_debug("rate channel: answer: %s", strerror(errno));
+}
+
+/* Under the limit for everyone together? */
+static bool server_take(struct rate_server *s)
+{
+	gint64 sec = g_get_monotonic_time() / G_USEC_PER_SEC;
+
+	if (sec != s->second) {
+		s->second = sec;
+		s->in_second = 0;
+	}
+	return s->in_second++ < SERVER_PER_SECOND;
+}
+
+static void handle(struct rate_server *s, int fd, struct dgram *d)
+{
+	char ifname[IF_NAMESIZE], from[ADDR_STR_SIZE], keytext[45], want[32], got[32];
+	uint16_t port = ntohs(d->family == AF_INET ? d->from.in.sin_port : d->from.in6.sin6_port);
+	const uint8_t *src = d->family == AF_INET ? (const uint8_t *)&d->from.in.sin_addr :
+						    (const uint8_t *)&d->from.in6.sin6_addr;
+	struct rate_msg req, ans = { 0 };
+	struct wg_peer *peers = NULL;
+	size_t n = 0;
+	uint8_t out[RATE_MSG_SIZE];
+	g_autofree char *bucket_key = NULL;
+	struct rate_bucket *b;
+	int r, who;
+
+	/* Cheap checks first: a datagram no client sends costs nothing more. */
+	if (!d->ifindex || !rate_accept(d->len, port))
+		return;
+	r = rate_msg_parse(d->buf, d->len, &req);
+	if ((r < 0 && r != -EPROTONOSUPPORT) || req.type != RATE_REQUEST)
+		return; /* never answer an answer: no loops between two daemons */
+	if (!server_take(s) || !if_indextoname((unsigned int)d->ifindex, ifname))
+		return;
+	addr_str((const struct sockaddr *)&d->from, true, from, sizeof(from));
+	if (netlink_wg_peers(s->nl, ifname, &peers, &n) < 0) {
+		log_debug("rate channel: %s from %s: not a WireGuard interface; dropped", ifname,
+			  from);
+		return;
+	}
+	who = peer_by_source(peers, n, d->family, src);
+	if (who >= 0 && !own_address(s->nl, d->ifindex, d->family, d->to))
+		who = -EADDRNOTAVAIL;
+	if (who < 0) {
+		log_debug("rate channel: %s: request from %s: %s; dropped", ifname, from,
+			  who == -ENOTUNIQ ? "in more than one peer's AllowedIPs" :
+			  who == -EADDRNOTAVAIL ? "not to the interface's own address" :
+						  "in no peer's AllowedIPs");
+		wg_peers_free(peers, n);
+		return;
+	}
+	wg_key_to_base64(peers[who].key, keytext);
+	bucket_key = g_strdup_printf("%s/%s", ifname, keytext);
+	b = g_hash_table_lookup(s->buckets, bucket_key);
+	if (!b) {
+		b = g_new0(struct rate_bucket, 1);
+		g_hash_table_insert(s->buckets, g_strdup(bucket_key), b);
+	}
+	if (!rate_bucket_take(b, (double)g_get_monotonic_time() / G_USEC_PER_SEC)) {
+		log_debug("rate channel: %s: peer %s asks too often; dropped", ifname, keytext);
+		wg_peers_free(peers, n);
+		return;
+	}
+	ans.type = RATE_ANSWER;
+	ans.token = req.token;
+	if (r == -EPROTONOSUPPORT) {
+		ans.status = RATE_UNSUPPORTED;
+	} else {
+		s->decide(s->ud, ifname, peers[who].key, req.rate, &ans);
+		ans.type = RATE_ANSWER;
+		ans.token = req.token;
+	}
+	format_rate(want, sizeof(want), req.rate);
+	format_rate(got, sizeof(got), ans.rate);
+	log_info("%s: peer %s (%s) asks for %s: %s%s%s", ifname, keytext, from,
+		 r < 0 ? "a newer protocol" : req.rate ? want : "the server's rate",
+		 rate_status_str(ans.status), ans.status == RATE_REFUSED ? "" : ", now ",
+		 ans.status == RATE_REFUSED ? "" : ans.rate ? got : "no rate of its own");
+	wg_peers_free(peers, n);
+	if (rate_msg_encode(&ans, out, sizeof(out)) == 0)
+		reply(fd, d, out, sizeof(out)); /* RATE_MSG_SIZE <= d->len: rate_accept */
+}
+
+void rate_server_read(struct rate_server *s, int fd)
+{
+	struct dgram d;
+
+	/* A bounded batch: a flood cannot keep the loop here. */
+	for (int i = 0; i < 64; i++) {
+		if (receive(fd, &d) < 0)
+			return;
+		handle(s, fd, &d);
+	}
+}
