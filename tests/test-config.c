@@ -1510,6 +1510,105 @@ static void test_many_sections(void)
 	g_assert_true(config_match(cfg, "wg99999") == cfg->ifaces->pdata[N - 1]);
 }
 
+
+/* The rate channel's keys: a server's policy, a client's wish, the daemon's port and lease. */
+static void test_rate_channel(void)
+{
+	static const char text[] =
+		"[interface wg0]\n"
+		"client-download = yes\n"
+		"download-min = 2mbit\n"
+		"download-max = 100mbit\n"
+		"[interface wg1]\n"
+		"download-min = 50mbit\n"
+		"download-max = 10mbit\n" /* 3: min above max, both dropped */
+		"[peer laptop]\n"
+		"public-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		"download = 10mbit\n"
+		"download-max = 40mbit\n"
+		"[peer phone]\n"
+		"public-key = AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\n"
+		"client-download = no\n"
+		"[peer tablet]\n" /* neither download nor client-download: dropped */
+		"public-key = AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=\n"
+		"[peer guest]\n" /* no download of its own: the client sets it */
+		"public-key = AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=\n"
+		"interface = wg1\n"
+		"client-download = yes\n"
+		"[network home]\n"
+		"connection-id = Home\n"
+		"interface = wg0\n"
+		"download = 40mbit\n"
+		"server = fd00:0:0::1\n"
+		"[network cafe]\n"
+		"connection-id = Cafe\n"
+		"interface = wg0\n"
+		"server = not-an-address\n" /* 1 */
+		"download = fast\n" /* 2 */
+		"client-download = yes\n" /* 3: a server's key, not a profile's */
+		"[daemon]\n"
+		"rate-port = 4999\n"
+		"client-lease = 30\n";
+	g_autofree char *path = NULL, *path2 = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+	g_autoptr(config_t) bad = load_text("[daemon]\nrate-port = 70000\nclient-lease = 1\n",
+					    &path2);
+	g_autoptr(GArray) peers = g_array_new(false, true, sizeof(struct peer_want));
+	const struct conf_section *home, *cafe;
+	struct rate_policy pol;
+	uint8_t key[WG_KEY_LEN];
+
+	/* cafe's 3, wg1's bounds, tablet */
+	g_assert_cmpuint(cfg->warnings->len, ==, 5);
+	g_assert_cmpuint(bad->warnings->len, ==, 2);
+	g_assert_cmpuint(bad->rate_port, ==, RATE_PORT);
+	g_assert_cmpuint(bad->client_lease, ==, RATE_LEASE_S);
+	g_assert_cmpuint(cfg->rate_port, ==, 4999);
+	g_assert_cmpuint(cfg->client_lease, ==, 30);
+	g_assert_cmpuint(cfg->peers->len, ==, 3);
+
+	/* laptop: the interface's policy, its own max over the interface's */
+	memset(key, 0, sizeof(key));
+	config_rate_policy(cfg, "wg0", key, &pol);
+	g_assert_true(pol.allowed);
+	g_assert_cmpuint(pol.min, ==, 2000000 / 8);
+	g_assert_cmpuint(pol.max, ==, 40000000 / 8);
+	g_assert_cmpuint(pol.fallback, ==, 10000000 / 8);
+	g_assert_cmpstr(config_peer_name(cfg, "wg0", key), ==, "laptop");
+	/* phone: refused by its own section */
+	memset(key, 1, sizeof(key));
+	config_rate_policy(cfg, "wg0", key, &pol);
+	g_assert_false(pol.allowed);
+	/* a peer with no section: the interface's policy, no fallback */
+	memset(key, 9, sizeof(key));
+	config_rate_policy(cfg, "wg0", key, &pol);
+	g_assert_true(pol.allowed);
+	g_assert_cmpuint(pol.max, ==, 100000000 / 8);
+	g_assert_cmpuint(pol.fallback, ==, 0);
+	g_assert_null(config_peer_name(cfg, "wg0", key));
+	/* wg1 says nothing (its bounds were dropped): not allowed ... */
+	config_rate_policy(cfg, "wg1", key, &pol);
+	g_assert_false(pol.allowed);
+	g_assert_cmpuint(pol.min, ==, 0);
+	g_assert_cmpuint(pol.max, ==, 0);
+	/* ... but guest, on wg1 only, may; it is not a configured rate */
+	memset(key, 3, sizeof(key));
+	config_rate_policy(cfg, "wg1", key, &pol);
+	g_assert_true(pol.allowed);
+	config_rate_policy(cfg, "wg0", key, &pol);
+	g_assert_true(pol.allowed); /* wg0's own policy: guest's section is wg1's */
+	g_assert_null(config_peer_name(cfg, "wg0", key));
+	config_peers_for(cfg, "wg1", NULL, 0, peers);
+	g_assert_cmpuint(peers->len, ==, 0);
+
+	home = cfg->networks->pdata[0];
+	cafe = cfg->networks->pdata[1];
+	g_assert_cmpuint(home->net.download, ==, 40000000 / 8);
+	g_assert_cmpstr(home->net.server, ==, "fd00::1");
+	g_assert_cmpuint(cafe->net.download, ==, 0);
+	g_assert_null(cafe->net.server);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -1539,5 +1638,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/refuse-unsafe-path", test_refuse_unsafe_path);
 	g_test_add_func("/config/refuse-special", test_refuse_special);
 	g_test_add_func("/config/warnings-shown", test_warnings_shown);
+	g_test_add_func("/config/rate-channel", test_rate_channel);
 	return g_test_run();
 }

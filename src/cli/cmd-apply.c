@@ -3,6 +3,7 @@
  * wgshape apply [IFACE] and wgshape check-config: the configuration, once.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <glib.h>
@@ -84,9 +85,28 @@ static const char *dir_name(enum dir_action a)
 	return names[a];
 }
 
+/* The rate channel's policy keys of a section, if it has any. */
+static void check_config_rate(const struct conf_rate *r)
+{
+	char b[UNITS_BUFSZ];
+
+	if (r->client_download < 0 && !r->min && !r->max)
+		return;
+	print_open_object("client_download");
+	if (r->client_download >= 0)
+		print_bool("allowed", "  client-download %s", r->client_download);
+	format_rate(b, sizeof(b), r->min);
+	print_uint_as("min", r->min ? "  download-min %s" : NULL, r->min * 8, b);
+	format_rate(b, sizeof(b), r->max);
+	print_uint_as("max", r->max ? "  download-max %s" : NULL, r->max * 8, b);
+	print_text("\n");
+	print_close_object();
+}
+
 static void check_config_iface(const struct config *cfg, const struct conf_section *c)
 {
-	bool idle = c->req.egress == DIR_KEEP && c->req.ingress == DIR_KEEP;
+	bool idle = c->req.egress == DIR_KEEP && c->req.ingress == DIR_KEEP &&
+		    c->rate.client_download != 1;
 	g_autofree char *words = NULL;
 
 	g_ptr_array_add(c->words, NULL);
@@ -100,6 +120,7 @@ static void check_config_iface(const struct config *cfg, const struct conf_secti
 		   c->req.opts.has & CAKE_HAS_OVERHEAD ? "" : "overhead auto");
 	print_string("where", "  (%s)", c->where);
 	print_text("%s\n", idle ? "  does nothing: no egress or ingress" : "");
+	check_config_rate(&c->rate);
 	print_string("egress", NULL, dir_name(c->req.egress));
 	print_uint("egress_rate", NULL, c->req.egress_rate * 8);
 	print_string("ingress", NULL, dir_name(c->req.ingress));
@@ -124,9 +145,11 @@ static void check_config_peer(const struct conf_peer *p)
 	print_string("public_key", "  %s", key);
 	print_string("interface", *ifaces ? " on %s" : " on every WireGuard interface that has it",
 		     ifaces);
-	print_uint_as("download", ": download %s", p->download * 8, rate);
+	print_uint_as("download", p->download ? ": download %s" : ": no download of its own",
+		      p->download * 8, rate);
 	print_string("options", *words ? " %s" : NULL, words);
 	print_string("where", "  (%s)\n", p->where);
+	check_config_rate(&p->rate);
 	print_close_object();
 }
 
@@ -155,7 +178,9 @@ int check_config_main(int argc, char **argv, const struct cli *cli)
 		check_config_peer(cfg->peers->pdata[i]);
 	print_close_array();
 	print_bool("enforce", "[daemon]  enforce %s", cfg->enforce);
-	print_bool("clear_on_exit", ", clear-on-exit %s\n", cfg->clear_on_exit);
+	print_bool("clear_on_exit", ", clear-on-exit %s", cfg->clear_on_exit);
+	print_uint("rate_port", ", rate-port %" PRIu64, cfg->rate_port);
+	print_uint("client_lease", ", client-lease %" PRIu64 " s\n", cfg->client_lease);
 	print_open_array("warnings");
 	for (guint i = 0; i < cfg->warnings->len; i++)
 		print_string(PRINT_ELEM, NULL, cfg->warnings->pdata[i]);

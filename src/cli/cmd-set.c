@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * wgshape set IFACE [egress RATE|off] [ingress RATE|off] [overhead BYTES|auto] ...
+ * wgshape set IFACE peer PUBKEY download RATE|off ...
+ * wgshape set [IFACE] client download RATE|default [server ADDR]
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "channel/client.h"
 #include "cli/cli.h"
+#include "config/config.h"
 #include "util/log.h"
 #include "netlink/kernel.h"
 #include "shape/overhead.h"
@@ -50,6 +56,7 @@ void set_help(void)
 
 	fputs("Usage: wgshape set IFACE [egress RATE|off] [ingress RATE|off] [OPTION]...\n"
 	      "       wgshape set IFACE peer PUBKEY download RATE|off [OPTION]...\n"
+	      "       wgshape set [IFACE] client download RATE|default [server ADDR]\n"
 	      "\n"
 	      "  egress RATE    cake as IFACE's root qdisc (upload from this host); with\n"
 	      "                 peers shaped on their own, the cap for all of them together\n"
@@ -59,6 +66,12 @@ void set_help(void)
 	      "                 on a server: this WireGuard peer's download, in a class of its\n"
 	      "                 own with its own cake (by destination in its AllowedIPs);\n"
 	      "                 peers without one share a class with cake's dual-dsthost\n"
+	      "  client download RATE|default\n"
+	      "                 on a client: ask the server, through the tunnel, to shape this\n"
+	      "                 host's download at RATE (or at the server's own rate); prints\n"
+	      "                 its answer. A lease: it lapses in minutes unless renewed (the\n"
+	      "                 daemon renews it). IFACE may be left out when there is one\n"
+	      "                 WireGuard interface; server ADDR when it has several peers\n"
 	      "\n"
 	      "OPTIONs, as tc-cake(8) spells them (of two of a kind, the last counts):\n"
 	      "  overhead auto  (default) the tunnel's own overhead: 60 bytes for IPv4 peers,\n"
@@ -138,6 +151,103 @@ static int peer_words(const char *ifname, int argc, char **argv, struct shape_re
 	return 0;
 }
 
+/* The one WireGuard interface there is, for `set client` without IFACE. */
+static int only_wireguard(struct netlink *nl, char *out, size_t size)
+{
+	struct link_info *links = NULL;
+	size_t n = 0, found = 0;
+
+	if (netlink_link_list(nl, &links, &n) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(links[i].kind, "wireguard") && found++ == 0)
+			snprintf(out, size, "%s", links[i].name);
+	free(links);
+	if (found == 1)
+		return 0;
+	log_err("set client: %s WireGuard interfaces: name one (wgshape set IFACE client ...)",
+		found ? "several" : "no");
+	return -ENODEV;
+}
+
+/*
+ * [IFACE] client download RATE|default [server ADDR]: ask the server for this
+ * host's download rate and print its answer. argv starts at "client".
+ */
+static int set_client(const char *ifname, int argc, char **argv, const struct cli *cli)
+{
+	g_autoptr(config_t) cfg = NULL;
+	const char *server = NULL;
+	char iface[IFNAME_SIZE], addr[INET6_ADDRSTRLEN], why[192], said[256], want[32];
+	struct rate_record rec;
+	struct netlink *nl;
+	uint64_t rate = 0;
+	int r;
+
+	if (argc < 3 || strcmp(argv[1], "download") != 0) {
+		log_err("set client: needs download RATE|default");
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[2], "default") != 0 && (parse_rate(argv[2], &rate) < 0 || !rate)) {
+		log_err("set client download: '%s' is not a rate (a number and a unit, e.g. 20mbit) "
+			"or default", argv[2]);
+		return EXIT_USAGE;
+	}
+	for (int i = 3; i < argc; i += 2) {
+		uint8_t a[16];
+
+		if (strcmp(argv[i], "server") != 0 || i + 1 >= argc) {
+			log_err("set client download: '%s': expected server ADDR", argv[i]);
+			return EXIT_USAGE;
+		}
+		server = argv[i + 1];
+		if (inet_pton(strchr(server, ':') ? AF_INET6 : AF_INET, server, a) != 1) {
+			log_err("set client download: server '%s' is not an IPv4 or IPv6 address (the "
+				"server's address inside the tunnel)", server);
+			return EXIT_USAGE;
+		}
+	}
+	/* Only the port is read here: a missing default configuration is no matter. */
+	cfg = cli->config_path || access(CONFIG_DEFAULT_PATH, F_OK) == 0 ?
+		      config_load_logged(cli->config_path) : config_new();
+	if (!cfg)
+		return EXIT_FAIL;
+	if (!cfg->rate_port) {
+		log_err("set client: the configuration turns the rate channel off ([daemon] "
+			"rate-port = 0)");
+		return EXIT_FAIL;
+	}
+	if (!cli_can_net_admin(ifname ? ifname : "the tunnel") || cli_netlink_open(&nl) < 0)
+		return EXIT_FAIL;
+	r = ifname ? (snprintf(iface, sizeof(iface), "%s", ifname), 0) :
+		     only_wireguard(nl, iface, sizeof(iface));
+	if (r == 0) {
+		r = rate_client_server(nl, iface, server, addr, why, sizeof(why));
+		if (r < 0)
+			log_err("set %s client: %s", iface, why);
+	}
+	netlink_close(nl);
+	if (r < 0)
+		return EXIT_FAIL;
+	r = rate_client_request(cli->statedir, iface, addr, cfg->rate_port, rate, "set", &rec);
+	if (r < 0 && r != -ETIMEDOUT) {
+		log_err("set %s client: asking %s: %s", iface, addr,
+			r == -ENOKEY ? "no peer of the tunnel has that address in its AllowedIPs" :
+				       strerror(-r));
+		return EXIT_FAIL;
+	}
+	format_rate(want, sizeof(want), rate);
+	rate_record_describe(&rec, said, sizeof(said));
+	printf("%s: asked %s for download %s: %s%s\n", iface, addr,
+	       rate ? want : "at the server's rate", said,
+	       r < 0 ? " (is wgshape daemon running there, with the rate port open on the "
+		       "tunnel?)" : "");
+	return r < 0 || rec.status == RATE_REFUSED || rec.status == RATE_FAILED ||
+			       rec.status == RATE_UNSUPPORTED ?
+		       EXIT_FAIL :
+		       EXIT_OK;
+}
+
 int set_main(int argc, char **argv, const struct cli *cli)
 {
 	struct shape_request req;
@@ -146,12 +256,16 @@ int set_main(int argc, char **argv, const struct cli *cli)
 	char err[256];
 	int r;
 
+	if (argc >= 2 && !strcmp(argv[1], "client"))
+		return set_client(NULL, argc - 1, argv + 1, cli);
 	if (argc < 3) {
 		log_err("set: needs IFACE and what to set, e.g. egress 85mbit (see wgshape set --help)");
 		return EXIT_USAGE;
 	}
 	if (!ifname_ok_or_say(argv[1]))
 		return EXIT_USAGE;
+	if (!strcmp(argv[2], "client"))
+		return set_client(argv[1], argc - 2, argv + 2, cli);
 	if (!strcmp(argv[2], "peer")) {
 		if (peer_words(argv[1], argc - 2, argv + 2, &req, &peer) < 0)
 			return EXIT_USAGE;

@@ -11,11 +11,14 @@
 #include <string.h>
 #include <glib.h>
 
+#include "channel/client.h"
+#include "channel/lease.h"
 #include "cli/cli.h"
 #include "util/log.h"
 #include "netlink/kernel.h"
 #include "shape/state.h"
 #include "shape/cake.h"
+#include "shape/peers.h"
 #include "shape/units.h"
 #include "util/print.h"
 
@@ -224,6 +227,26 @@ static void show_peer_text(const struct qdisc_info *q)
 	print_text("\n");
 }
 
+/* The clients' leases of the interface shown (the rate channel), for its peers' lines. */
+static GArray *shown_leases;
+
+/* Seconds until p's client lease ends; -1 when it has none. */
+static int64_t lease_left(const struct shape_peer_view *p)
+{
+	int64_t now = lease_now();
+	uint8_t key[WG_KEY_LEN];
+
+	if (!shown_leases || wg_key_from_base64(p->key, key) < 0)
+		return -1;
+	for (guint i = 0; i < shown_leases->len; i++) {
+		const struct rate_lease *l = &g_array_index(shown_leases, struct rate_lease, i);
+
+		if (!memcmp(l->key, key, WG_KEY_LEN) && rate_lease_live(l, now))
+			return l->until - now;
+	}
+	return -1;
+}
+
 /* One class of the per-peer tree: who, its AllowedIPs and rate, its cake. */
 static void show_peer(const struct shape_peer_view *p)
 {
@@ -243,7 +266,11 @@ static void show_peer(const struct shape_peer_view *p)
 		print_close_array();
 		format_rate(b, sizeof(b), p->rate);
 		print_uint_as("download", ": download %s", p->rate * 8, b);
-		print_string("source", " (%s)", p->source);
+		print_string("source", " (%s", p->source);
+		if (lease_left(p) >= 0)
+			print_int("lease_ends_in", ", ends in %" PRId64 " s unless renewed",
+				  lease_left(p));
+		print_text(")");
 	}
 	print_bool("present", p->present ? NULL : ": not on the interface now\n", p->present);
 	if (!p->present) {
@@ -313,7 +340,39 @@ static void show_dir(const struct shape_view *v, const char *dirname, const stru
 	print_close_object();
 }
 
-static void show_view(const struct shape_view *v)
+/* What this host, as a client, asked its server for (the rate channel). */
+static void show_client(const char *statedir, const char *ifname)
+{
+	struct rate_record r;
+	char b[UNITS_BUFSZ], said[256];
+	int64_t left;
+
+	if (rate_record_load(statedir, ifname, &r) < 0)
+		return;
+	print_open_object("client_download");
+	print_text(" download at the server: asked ");
+	format_rate(b, sizeof(b), r.asked);
+	print_uint_as("asked", r.asked ? "%s" : "for its own rate", r.asked * 8, b);
+	print_string("server", r.asked ? " of %s" : " (%s", r.server);
+	print_uint("port", r.asked ? " port %" PRIu64 : " port %" PRIu64 ")", r.port);
+	print_string("source", ", by %s", r.source);
+	print_int("asked_at", NULL, r.at);
+	print_string("status", NULL, r.status ? rate_status_str(r.status) : "no answer");
+	rate_record_describe(&r, said, sizeof(said));
+	print_text("\n  the server answered: %s", said);
+	format_rate(b, sizeof(b), r.rate);
+	print_uint_as("rate", NULL, r.rate * 8, b);
+	format_rate(b, sizeof(b), r.fallback);
+	print_uint_as("fallback", NULL, r.fallback * 8, b);
+	print_uint("lease", NULL, r.lease);
+	left = r.at_boot + (int64_t)r.lease - lease_now();
+	if ((r.status == RATE_APPLIED || r.status == RATE_CLAMPED) && left > 0)
+		print_int("lease_ends_in", "; the lease ends in %" PRId64 " s unless renewed", left);
+	print_text("\n");
+	print_close_object();
+}
+
+static void show_view(const struct shape_view *v, const char *statedir)
 {
 	bool shaped = v->egress.shaped || v->ingress.shaped;
 
@@ -334,6 +393,7 @@ static void show_view(const struct shape_view *v)
 		print_string("source", shaped ? " set by: %s\n" : NULL, v->source);
 	if (v->orig_kind[0])
 		print_string("restores", " clear puts back: %s\n", v->orig_kind);
+	show_client(statedir, v->link.name);
 	print_close_object();
 }
 
@@ -385,7 +445,10 @@ int show_main(int argc, char **argv, const struct cli *cli)
 			status = EXIT_FAIL;
 			continue;
 		}
-		show_view(&v);
+		shown_leases = g_array_new(false, true, sizeof(struct rate_lease));
+		lease_load(cli->statedir, *n, shown_leases);
+		show_view(&v, cli->statedir);
+		g_clear_pointer(&shown_leases, g_array_unref);
 		shape_view_clear(&v);
 	}
 	print_close_array();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <dirent.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -36,6 +37,7 @@ static void conf_section_free(gpointer p)
 	g_strfreev(c->net.match.ssids);
 	g_strfreev(c->net.match.types);
 	g_strfreev(c->net.tunnels);
+	g_free(c->net.server);
 	g_free(c);
 }
 
@@ -60,6 +62,8 @@ struct config *config_new(void)
 	cfg->warnings = g_ptr_array_new_with_free_func(g_free);
 	cfg->files = g_ptr_array_new_with_free_func(g_free);
 	cfg->enforce = true;
+	cfg->rate_port = RATE_PORT;
+	cfg->client_lease = RATE_LEASE_S;
 	return cfg;
 }
 
@@ -393,6 +397,7 @@ static struct conf_section *section_get(struct config *cfg, const char *name, co
 	c->name = g_strdup(name);
 	c->glob = !network && strpbrk(name, "*?") != NULL;
 	c->network = network;
+	c->rate.client_download = -1;
 	c->net.match.any = network && !strcmp(name, "*");
 	c->where = g_strdup(where);
 	c->words = g_ptr_array_new_with_free_func(g_free);
@@ -400,6 +405,73 @@ static struct conf_section *section_get(struct config *cfg, const char *name, co
 	g_ptr_array_add(network ? cfg->networks : cfg->ifaces, c);
 	index_add(cfg->index, prefix, name, c);
 	return c;
+}
+
+/* A key that must be a positive rate: into *dst, or a warning. */
+static void parse_rate_value(struct config *cfg, const char *key, const char *v, uint64_t *dst,
+			     const char *file, unsigned int line)
+{
+	uint64_t rate;
+
+	if (parse_rate(v, &rate) < 0 || !rate)
+		warn(cfg, file, line, "%s = '%s': not a rate (e.g. 20mbit); skipped", key,
+		     TEXT_QUOTE(v));
+	else
+		*dst = rate;
+}
+
+/*
+ * The rate channel's policy keys, of [interface] and [peer]: true when key
+ * was one (handled, perhaps with a warning).
+ */
+static bool parse_rate_key(struct config *cfg, struct conf_rate *r, const char *key,
+			   const char *v, const char *file, unsigned int line)
+{
+	bool b;
+
+	if (strcmp(key, "client-download") && strcmp(key, "download-min") &&
+	    strcmp(key, "download-max"))
+		return false;
+	if (!v)
+		warn(cfg, file, line, "%s: not readable as UTF-8 text; skipped", key);
+	else if (strcmp(key, "client-download"))
+		parse_rate_value(cfg, key, v, !strcmp(key, "download-min") ? &r->min : &r->max,
+				 file, line);
+	else if (parse_bool(v, &b) < 0)
+		warn(cfg, file, line, "client-download = '%s': not yes or no; skipped",
+		     TEXT_QUOTE(v));
+	else
+		r->client_download = b;
+	return true;
+}
+
+/* A [network] profile's keys for the server: download = RATE, server = ADDR. */
+static bool parse_client_key(struct config *cfg, struct conf_section *c, const char *key,
+			     const char *v, const char *file, unsigned int line)
+{
+	char canon[INET6_ADDRSTRLEN];
+	uint8_t a[16];
+	int family;
+
+	if (strcmp(key, "download") && strcmp(key, "server"))
+		return false;
+	if (!v) {
+		warn(cfg, file, line, "%s: not readable as UTF-8 text; skipped", key);
+		return true;
+	}
+	if (!strcmp(key, "download")) {
+		parse_rate_value(cfg, key, v, &c->net.download, file, line);
+		return true;
+	}
+	family = strchr(v, ':') ? AF_INET6 : AF_INET;
+	if (inet_pton(family, v, a) != 1 || !inet_ntop(family, a, canon, sizeof(canon))) {
+		warn(cfg, file, line, "server = '%s': not an IPv4 or IPv6 address (the server's "
+		     "address inside the tunnel); skipped", TEXT_QUOTE(v));
+		return true;
+	}
+	g_free(c->net.server);
+	c->net.server = g_strdup(canon);
+	return true;
 }
 
 /* A [network] profile's own keys: what it matches and which tunnels it shapes. */
@@ -479,6 +551,9 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 		if (network && parse_network_key(cfg, c, kf, group, keys[i], file, line))
 			continue;
 		v = get_value(kf, group, keys[i]);
+		if (network ? parse_client_key(cfg, c, keys[i], v, file, line) :
+			      parse_rate_key(cfg, &c->rate, keys[i], v, file, line))
+			continue;
 		for (k = 0; k < G_N_ELEMENTS(iface_keys); k++)
 			if (!strcmp(keys[i], iface_keys[k].key))
 				break;
@@ -518,6 +593,26 @@ static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *fil
 
 		line = line_of(lines, group, keys[i]);
 		v = get_value(kf, group, keys[i]);
+		if (!strcmp(keys[i], "rate-port")) {
+			guint64 port;
+
+			if (!v || !g_ascii_string_to_unsigned(v, 10, 0, 65535, &port, NULL))
+				warn(cfg, file, line, "rate-port = '%s': not a port number (0 to 65535, "
+				     "0: no rate channel); skipped", v ? TEXT_QUOTE(v) : "");
+			else
+				cfg->rate_port = (unsigned int)port;
+			continue;
+		}
+		if (!strcmp(keys[i], "client-lease")) {
+			guint64 secs;
+
+			if (!v || !g_ascii_string_to_unsigned(v, 10, 3, 86400, &secs, NULL))
+				warn(cfg, file, line, "client-lease = '%s': not a number of seconds "
+				     "from 3 to 86400; skipped", v ? TEXT_QUOTE(v) : "");
+			else
+				cfg->client_lease = (unsigned int)secs;
+			continue;
+		}
 		if (!strcmp(keys[i], "enforce"))
 			dst = &cfg->enforce;
 		else if (!strcmp(keys[i], "clear-on-exit"))
@@ -551,6 +646,7 @@ static struct conf_peer *peer_get(struct config *cfg, const char *name, const ch
 	p->name = g_strdup(name);
 	p->where = g_strdup(where);
 	p->words = g_ptr_array_new_with_free_func(g_free);
+	p->rate.client_download = -1;
 	g_ptr_array_add(cfg->peers, p);
 	index_add(cfg->index, PEER_PREFIX, name, p);
 	return p;
@@ -633,14 +729,16 @@ static void parse_peer_group(struct config *cfg, GKeyFile *kf, const char *file,
 			     unreadable(kf, group, keys[i]));
 			continue;
 		}
-		if (parse_peer_own_key(cfg, p, kf, group, keys[i], v, file, line))
+		if (parse_peer_own_key(cfg, p, kf, group, keys[i], v, file, line) ||
+		    parse_rate_key(cfg, &p->rate, keys[i], v, file, line))
 			continue;
 		for (k = 0; k < G_N_ELEMENTS(iface_keys); k++)
 			if (!strcmp(keys[i], iface_keys[k].key))
 				break;
 		if (k == G_N_ELEMENTS(iface_keys) || interface_only(keys[i])) {
 			warn(cfg, file, line, "unknown key '%s' (= '%s') in [%s]; skipped (a peer has "
-			     "public-key, interface, download and cake's options)",
+			     "public-key, interface, download, client-download, download-min, "
+			     "download-max and cake's options)",
 			     TEXT_QUOTE(keys[i]), TEXT_QUOTE(v), TEXT_QUOTE(group));
 			continue;
 		}
@@ -669,6 +767,17 @@ static void remove_marked(GPtrArray *arr, const bool *drop)
 	}
 }
 
+/* download-min above download-max: neither bound can hold, both go (a warning). */
+static void rate_bounds_check(struct config *cfg, const char *where, const char *what,
+			      const char *name, struct conf_rate *r)
+{
+	if (!r->min || !r->max || r->min <= r->max)
+		return;
+	warn(cfg, where, 0, "[%s %s]: download-min is above download-max; both skipped", what,
+	     TEXT_QUOTE(name));
+	r->min = r->max = 0;
+}
+
 /* After all files: a peer needs its key and a rate; its options parse as one line. */
 static void finish_peers(struct config *cfg)
 {
@@ -678,8 +787,10 @@ static void finish_peers(struct config *cfg)
 	for (guint i = 0; i < cfg->peers->len; i++) {
 		struct conf_peer *p = cfg->peers->pdata[i];
 		const char *missing = !p->has_key ? "no public-key = KEY" :
-				      !p->download ? "no download = RATE" : NULL;
+				      !p->download && p->rate.client_download < 0 ?
+				      "no download = RATE (nor client-download)" : NULL;
 
+		rate_bounds_check(cfg, p->where, "peer", p->name, &p->rate);
 		if (!missing && !g_hash_table_add(keys, g_base64_encode(p->key, sizeof(p->key))))
 			missing = "the same public-key as another [peer]";
 		if (!missing)
@@ -700,6 +811,8 @@ static void finish_array(struct config *cfg, GPtrArray *arr)
 		struct conf_section *c = arr->pdata[i];
 		char err[256];
 
+		rate_bounds_check(cfg, c->where, c->network ? "network" : "interface", c->name,
+				  &c->rate);
 		if (shape_words_parse((int)c->words->len, (char **)c->words->pdata, &c->req, err,
 				   sizeof(err)) < 0) {
 			warn(cfg, c->where, 0, "[%s %s]: %s; section skipped",
@@ -1005,7 +1118,7 @@ void config_peers_for(const struct config *cfg, const char *ifname, const uint8_
 		struct shape_request req;
 		char err[256];
 
-		if (!peer_names(p, ifname, present, n_present))
+		if (!p->download || !peer_names(p, ifname, present, n_present))
 			continue;
 		memcpy(w.key, p->key, WG_KEY_LEN);
 		g_strlcpy(w.name, p->name, sizeof(w.name));
@@ -1020,6 +1133,46 @@ void config_peers_for(const struct config *cfg, const char *ifname, const uint8_
 			w.opts = req.opts;
 		g_array_append_val(out, w);
 	}
+}
+
+/* key's [peer] section for ifname: its key, and no interface = or one that names ifname. */
+static const struct conf_peer *peer_of(const struct config *cfg, const char *ifname,
+				       const uint8_t *key)
+{
+	for (guint i = 0; i < cfg->peers->len; i++) {
+		const struct conf_peer *p = cfg->peers->pdata[i];
+
+		if (!memcmp(p->key, key, WG_KEY_LEN) && (!p->ifaces || peer_names(p, ifname, NULL, 0)))
+			return p;
+	}
+	return NULL;
+}
+
+const char *config_peer_name(const struct config *cfg, const char *ifname, const uint8_t *key)
+{
+	const struct conf_peer *p = peer_of(cfg, ifname, key);
+
+	return p ? p->name : NULL;
+}
+
+void config_rate_policy(const struct config *cfg, const char *ifname, const uint8_t *key,
+			struct rate_policy *out)
+{
+	const struct conf_section *c = config_match(cfg, ifname);
+	const struct conf_peer *p = peer_of(cfg, ifname, key);
+	struct conf_rate r = c ? c->rate : (struct conf_rate){ .client_download = -1 };
+
+	*out = (struct rate_policy){ 0 };
+	if (p) {
+		if (p->rate.client_download >= 0)
+			r.client_download = p->rate.client_download;
+		r.min = p->rate.min ?: r.min;
+		r.max = p->rate.max ?: r.max;
+		out->fallback = p->download;
+	}
+	out->allowed = r.client_download == 1;
+	out->min = r.min;
+	out->max = r.max;
 }
 
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out)

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <glib.h>
 
+#include "channel/policy.h"
 #include "profile/profile.h"
 #include "shape/shape.h"
 
@@ -24,6 +25,17 @@
 struct conf_network {
 	struct net_match match; /* connection-id, connection-uuid, ssid, connection-type */
 	char **tunnels; /* interface = the tunnels it shapes (globs), NULL-terminated */
+	uint64_t download; /* download = ask the server for this rate (bytes/s); 0: not given */
+	char *server; /* server = the server's tunnel address (a literal); NULL: found */
+};
+
+/*
+ * A server's rate channel policy (src/channel/, proto/rate.h): keys of an
+ * [interface] section and of a [peer] section (which win for that peer).
+ */
+struct conf_rate {
+	int client_download; /* client-download = yes (1), no (0); -1 not given */
+	uint64_t min, max; /* download-min, download-max, bytes/s; 0: not given */
 };
 
 /* A section that says how to shape: [interface NAME] or [network NAME]. */
@@ -33,6 +45,7 @@ struct conf_section {
 	GPtrArray *words; /* the section as set's words, in order (later win) */
 	struct shape_request req; /* parsed from words */
 	int enforce; /* -1: the daemon's default */
+	struct conf_rate rate; /* [interface] only */
 	bool network; /* a [network] profile: net says when and where it applies */
 	bool glob; /* [interface] only: name is a glob */
 	struct conf_network net; /* [network] only */
@@ -46,6 +59,7 @@ struct conf_peer {
 	bool has_key;
 	char **ifaces; /* interface = globs, NULL-terminated; NULL: every WireGuard interface */
 	uint64_t download; /* bytes/s; 0: not given */
+	struct conf_rate rate; /* over its interface's */
 	GPtrArray *words; /* its cake's options as set's words */
 };
 
@@ -55,6 +69,8 @@ struct config {
 	GPtrArray *networks; /* struct conf_section *, [network NAME] profiles in file order */
 	bool enforce; /* [daemon] enforce, default yes */
 	bool clear_on_exit; /* [daemon] clear-on-exit, default no */
+	unsigned int rate_port; /* [daemon] rate-port, default RATE_PORT; 0: no rate channel */
+	unsigned int client_lease; /* [daemon] client-lease, seconds, default RATE_LEASE_S */
 	GPtrArray *warnings; /* char *, "file:line: ...", one line of UTF-8 (util/text.h) */
 	GPtrArray *files; /* char *, the files read */
 	GHashTable *index; /* config.c's own: the sections by group name, while files are read */
@@ -113,6 +129,16 @@ bool config_mentions(const struct config *cfg, const char *ifname);
  */
 void config_peers_for(const struct config *cfg, const char *ifname, const uint8_t *present,
 		      size_t n_present, GArray *out);
+
+/*
+ * The rate channel's policy for the peer key on ifname: its [peer] section's
+ * keys over the [interface] section's; fallback its [peer] download. Not
+ * allowed unless one of them says client-download = yes.
+ */
+void config_rate_policy(const struct config *cfg, const char *ifname, const uint8_t *key,
+			struct rate_policy *out);
+/* The name of key's [peer] section for ifname, or NULL. */
+const char *config_peer_name(const struct config *cfg, const char *ifname, const uint8_t *key);
 
 /* The [network] profiles whose interface = names ifname, in file order (appended to out). */
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out);

@@ -6,10 +6,13 @@
 #include <unistd.h>
 #include <glib.h>
 
+#include "channel/client.h"
+#include "channel/lease.h"
 #include "util/log.h"
 #include "config/reconcile.h"
 #include "shape/shape.h"
 #include "shape/state.h"
+#include "shape/units.h"
 
 bool reconcile_skips(const struct link_info *link)
 {
@@ -65,6 +68,60 @@ static int clear_if_from(const struct reconciler *rc, const char *ifname, const 
 	return shape_clear(rc->nl, rc->statedir, ifname);
 }
 
+/*
+ * A tunnel whose profiles say download = RATE: ask its server (the rate
+ * channel, src/channel/client.h) for the chosen profile's rate, or for the
+ * server's own on a network without one. Asked again only when the wish
+ * changed or its lease is due: the hook runs on every event.
+ */
+static void client_follow(const struct reconciler *rc, const char *ifname, GPtrArray *profs,
+			  const struct conf_section *c)
+{
+	const char *server = c ? c->net.server : NULL;
+	char addr[INET6_ADDRSTRLEN], why[192], source[256], said[256], rate[32];
+	struct rate_record old, rec;
+	bool managed = false;
+	uint64_t want = c ? c->net.download : 0;
+	int r;
+
+	for (guint i = 0; i < profs->len; i++) {
+		const struct conf_section *p = profs->pdata[i];
+
+		managed |= p->net.download != 0;
+		if (!server)
+			server = p->net.server;
+	}
+	if (!managed || !rc->cfg->rate_port)
+		return;
+	if (rate_client_server(rc->nl, ifname, server, addr, why, sizeof(why)) < 0) {
+		log_warn("%s: download rate for the server: %s", ifname, why);
+		return;
+	}
+	if (rate_record_load(rc->statedir, ifname, &old) == 0 && old.asked == want &&
+	    !strcmp(old.server, addr) && old.port == rc->cfg->rate_port &&
+	    old.status != RATE_NONE && !rate_record_due(&old, lease_now()))
+		return;
+	if (c)
+		snprintf(source, sizeof(source), SOURCE_NETWORK " '%s' (%s)", c->name, c->where);
+	else
+		snprintf(source, sizeof(source), "no profile for this network");
+	r = rate_client_request(rc->statedir, ifname, addr, rc->cfg->rate_port, want, source,
+				&rec);
+	format_rate(rate, sizeof(rate), want);
+	if (r < 0 && r != -ETIMEDOUT) {
+		log_warn("%s: asking %s for the download rate: %s", ifname, addr, strerror(-r));
+		return;
+	}
+	rate_record_describe(&rec, said, sizeof(said));
+	if (r < 0 || rec.status == RATE_REFUSED || rec.status == RATE_FAILED ||
+	    rec.status == RATE_UNSUPPORTED)
+		log_warn("%s: asked %s for download %s: %s", ifname, addr,
+			 want ? rate : "at the server's rate", said);
+	else
+		log_info("%s: asked %s for download %s: %s", ifname, addr,
+			 want ? rate : "at the server's rate", said);
+}
+
 /* A tunnel named by [network] profiles: the active networks decide. */
 static int reconcile_network(const struct reconciler *rc, const char *ifname, GPtrArray *profs)
 {
@@ -79,6 +136,7 @@ static int reconcile_network(const struct reconciler *rc, const char *ifname, GP
 		return 0;
 	}
 	c = config_network_choose(profs, nets, ifname, why, sizeof(why));
+	client_follow(rc, ifname, profs, c);
 	if (!c)
 		return clear_if_from(rc, ifname, SOURCE_NETWORK, why);
 	snprintf(source, sizeof(source), SOURCE_NETWORK " '%s' (%s), %s", c->name, c->where, why);
@@ -117,6 +175,62 @@ static void peers_for(const struct reconciler *rc, const char *ifname, GArray *o
 	config_peers_for(rc->cfg, ifname, keys, n, out);
 }
 
+/*
+ * The clients' leases on ifname (src/channel/lease.h) over the configured
+ * rates: a live lease that today's policy still allows sets its peer's rate,
+ * within today's bounds.
+ */
+static void leases_merge(const struct reconciler *rc, const char *ifname, GArray *peers)
+{
+	g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));
+	int64_t now = lease_now();
+
+	if (lease_load(rc->statedir, ifname, leases) < 0)
+		return;
+	for (guint i = 0; i < leases->len; i++) {
+		const struct rate_lease *l = &g_array_index(leases, struct rate_lease, i);
+		struct rate_policy pol;
+		struct peer_want *w = NULL;
+		enum rate_status st;
+		const char *name;
+		uint64_t rate;
+
+		if (!rate_lease_live(l, now))
+			continue;
+		config_rate_policy(rc->cfg, ifname, l->key, &pol);
+		st = rate_policy_apply(&pol, l->rate, &rate);
+		if ((st != RATE_APPLIED && st != RATE_CLAMPED) || !rate)
+			continue;
+		for (guint j = 0; j < peers->len && !w; j++)
+			if (!memcmp(g_array_index(peers, struct peer_want, j).key, l->key, WG_KEY_LEN))
+				w = &g_array_index(peers, struct peer_want, j);
+		if (!w) {
+			g_array_set_size(peers, peers->len + 1);
+			w = &g_array_index(peers, struct peer_want, peers->len - 1);
+			memcpy(w->key, l->key, WG_KEY_LEN);
+			name = config_peer_name(rc->cfg, ifname, l->key);
+			g_strlcpy(w->name, name ? name : "", sizeof(w->name));
+		}
+		w->rate = rate;
+		g_strlcpy(w->source, SOURCE_LEASE, sizeof(w->source));
+	}
+}
+
+/* Where the shaping of ifname comes from: its section, else its first configured peer. */
+static void config_source(const struct conf_section *c, const GArray *peers, char *buf,
+			  size_t size)
+{
+	for (guint i = 0; !c && i < peers->len; i++) {
+		const char *src = g_array_index(peers, struct peer_want, i).source;
+
+		if (g_str_has_prefix(src, SOURCE_CONFIG " ")) {
+			g_strlcpy(buf, src, size);
+			return;
+		}
+	}
+	snprintf(buf, size, SOURCE_CONFIG " %s", c ? c->where : "(client leases)");
+}
+
 int reconcile_iface(const struct reconciler *rc, const char *ifname)
 {
 	g_autoptr(GPtrArray) profs = g_ptr_array_new();
@@ -139,10 +253,9 @@ int reconcile_iface(const struct reconciler *rc, const char *ifname)
 		return reconcile_network(rc, ifname, profs);
 	c = config_match(rc->cfg, ifname);
 	peers_for(rc, ifname, peers);
+	leases_merge(rc, ifname, peers);
 	if (c || peers->len) {
-		snprintf(source, sizeof(source), SOURCE_CONFIG " %s",
-			 c ? c->where : g_array_index(peers, struct peer_want, 0).source +
-					strlen(SOURCE_CONFIG " "));
+		config_source(c, peers, source, sizeof(source));
 		return apply_section(rc, ifname, c, source, peers);
 	}
 	return clear_if_from(rc, ifname, SOURCE_CONFIG, "no section matches it any more") ?:

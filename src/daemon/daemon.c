@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The daemon: one GLib main loop; link and tc notifications from
- * the kernel and signals are its only inputs. Changes are coalesced per
- * interface and reconciled when the loop is idle. Only per-peer shaping
- * polls (WireGuard tells nobody when its peers change), and only while an
- * interface is shaped per peer or a [peer] section exists.
+ * the kernel, the rate channel's requests (src/channel/server.h) and
+ * signals are its only inputs. Changes are coalesced per interface and
+ * reconciled when the loop is idle; a client's request is carried out at
+ * once. Only per-peer shaping polls (WireGuard tells nobody when its peers
+ * change), and only while an interface is shaped per peer or a [peer]
+ * section exists. Timers: a lease's end, and a client's renewals.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,11 +17,15 @@
 #include <glib-unix.h>
 #include <linux/pkt_sched.h>
 
+#include "channel/client.h"
+#include "channel/lease.h"
+#include "channel/server.h"
 #include "daemon/daemon.h"
 #include "config/config.h"
 #include "util/log.h"
 #include "nm/nm.h"
 #include "config/reconcile.h"
+#include "shape/peers.h"
 #include "shape/state.h"
 #include "util/notify.h"
 
@@ -38,6 +44,10 @@ struct daemon {
 	bool resync;
 	guint idle;
 	guint peer_poll; /* the timer that looks at WireGuard's peers, while anything needs it */
+	struct rate_server *rates; /* the rate channel's server side; NULL: off */
+	guint rate_src[2];
+	guint lease_timer; /* the next end of a client's lease */
+	guint renew_timer; /* this host's own requests, as a client, to renew */
 };
 
 static struct reconciler reconciler(struct daemon *d)
@@ -63,6 +73,8 @@ static void schedule(struct daemon *d, const char *ifname, gint64 since);
 static bool reload(struct daemon *d);
 static void peer_poll_arm(struct daemon *d);
 static void peer_poll_maybe(struct daemon *d);
+static void rate_server_start(struct daemon *d);
+static void rate_server_stop(struct daemon *d);
 
 /* A `tune` holding an interface (state_hold()): its end wakes us (a pidfd). */
 struct hold_watch {
@@ -309,11 +321,17 @@ static bool follow_nm(struct daemon *d)
 static bool reload(struct daemon *d)
 {
 	struct config *cfg = config_load_logged(d->opts->config_path);
+	bool port_changed;
 
 	if (!cfg)
 		return false;
+	port_changed = cfg->rate_port != d->cfg->rate_port;
 	config_free(d->cfg);
 	d->cfg = cfg;
+	if (port_changed) {
+		rate_server_stop(d);
+		rate_server_start(d);
+	}
 	follow_nm(d);
 	peer_poll_maybe(d);
 	return true;
@@ -495,6 +513,176 @@ static void peer_poll_maybe(struct daemon *d)
 		peer_poll_arm(d);
 }
 
+/* ---- the rate channel ---------------------------------------------------- */
+
+static gboolean on_lease_end(gpointer data);
+
+/* Wake when the next client's lease ends (none: no timer). */
+static void lease_timer_arm(struct daemon *d)
+{
+	g_auto(GStrv) names = NULL;
+	int64_t now = lease_now(), next = 0;
+
+	state_list(d->opts->statedir, &names);
+	for (char **n = names; n && *n; n++) {
+		g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));
+		int64_t end;
+
+		if (lease_load(d->opts->statedir, *n, leases) < 0)
+			continue;
+		end = rate_lease_next_end((const struct rate_lease *)(void *)leases->data,
+					  leases->len, now);
+		if (end && (!next || end < next))
+			next = end;
+	}
+	if (d->lease_timer)
+		g_source_remove(d->lease_timer);
+	d->lease_timer = next ? g_timeout_add_seconds((guint)(next - now), on_lease_end, d) : 0;
+}
+
+/* Leases ended: say whose, drop them, and shape those peers at their configured rates. */
+static gboolean on_lease_end(gpointer data)
+{
+	struct daemon *d = data;
+	g_auto(GStrv) names = NULL;
+	int64_t now = lease_now();
+
+	d->lease_timer = 0;
+	state_list(d->opts->statedir, &names);
+	for (char **n = names; n && *n; n++) {
+		g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));
+		bool ended = false;
+
+		if (lease_load(d->opts->statedir, *n, leases) < 0)
+			continue;
+		for (guint i = 0; i < leases->len; i++) {
+			const struct rate_lease *l = &g_array_index(leases, struct rate_lease, i);
+			char key[45];
+
+			if (rate_lease_live(l, now))
+				continue;
+			wg_key_to_base64(l->key, key);
+			log_info("%s: peer %s's lease ended (not renewed): back to its configured "
+				 "rate", *n, key);
+			ended = true;
+		}
+		if (ended) {
+			lease_save(d->opts->statedir, *n, (const struct rate_lease *)(void *)leases->data,
+				   leases->len, now);
+			schedule(d, *n, 0);
+		}
+	}
+	lease_timer_arm(d);
+	return G_SOURCE_REMOVE;
+}
+
+/* A client asks for its download rate: grant what the policy allows, and shape it now. */
+static void on_rate_request(void *ud, const char *ifname, const uint8_t *key, uint64_t asked,
+			    struct rate_msg *ans)
+{
+	struct daemon *d = ud;
+	struct reconciler rc = reconciler(d);
+	struct rate_policy pol;
+	int64_t now = lease_now();
+	uint64_t granted = 0;
+	int r;
+
+	rc.only = NULL;
+	config_rate_policy(d->cfg, ifname, key, &pol);
+	ans->status = rate_policy_apply(&pol, asked, &granted);
+	ans->fallback = pol.fallback;
+	ans->rate = pol.fallback;
+	if (ans->status == RATE_REFUSED)
+		return;
+	if (d->only && strcmp(d->only, ifname) != 0) {
+		ans->status = RATE_REFUSED; /* this daemon does not look after ifname */
+		return;
+	}
+	r = lease_put(d->opts->statedir, ifname, key, ans->status == RATE_DEFAULT ? 0 : granted,
+		      now + d->cfg->client_lease, now);
+	if (r == 0)
+		r = reconcile_iface(&rc, ifname);
+	if (r < 0) {
+		log_err("%s: a client's download rate: %s", ifname, strerror(-r));
+		ans->status = RATE_FAILED;
+		return;
+	}
+	if (ans->status != RATE_DEFAULT) {
+		ans->rate = granted;
+		ans->lease = d->cfg->client_lease;
+	}
+	lease_timer_arm(d);
+}
+
+static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)
+{
+	struct daemon *d = data;
+
+	rate_server_read(d->rates, fd);
+	return G_SOURCE_CONTINUE;
+}
+
+/* Listen on the rate port ([daemon] rate-port; 0: not at all). */
+static void rate_server_start(struct daemon *d)
+{
+	int fds[2], r;
+
+	if (!d->cfg->rate_port)
+		return;
+	r = rate_server_open(d->nl, d->cfg->rate_port, on_rate_request, d, &d->rates);
+	if (r < 0) {
+		log_warn("rate channel: UDP port %u: %s; clients cannot set their download rate",
+			 d->cfg->rate_port, strerror(-r));
+		return;
+	}
+	rate_server_fds(d->rates, fds);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			d->rate_src[i] = g_unix_fd_add(fds[i], G_IO_IN, on_rate_fd, d);
+	log_info("rate channel: answering on UDP port %u of WireGuard interfaces' addresses",
+		 d->cfg->rate_port);
+}
+
+static void rate_server_stop(struct daemon *d)
+{
+	for (int i = 0; i < 2; i++)
+		if (d->rate_src[i])
+			g_source_remove(d->rate_src[i]);
+	d->rate_src[0] = d->rate_src[1] = 0;
+	g_clear_pointer(&d->rates, rate_server_close);
+}
+
+/* As a client: ask again for what was asked, where its lease is due (or it got no answer). */
+static gboolean on_renew(gpointer data)
+{
+	struct daemon *d = data;
+	GHashTableIter it;
+	gpointer name;
+	int64_t now = lease_now();
+
+	g_hash_table_iter_init(&it, d->names);
+	while (g_hash_table_iter_next(&it, NULL, &name)) {
+		struct rate_record old, rec;
+		char said[256];
+		int r;
+
+		if (d->only && strcmp(d->only, name) != 0)
+			continue;
+		if (rate_record_load(d->opts->statedir, name, &old) < 0 ||
+		    !rate_record_due(&old, now))
+			continue;
+		r = rate_client_request(d->opts->statedir, name, old.server, old.port, old.asked,
+					old.source, &rec);
+		if (r < 0 && r != -ETIMEDOUT)
+			continue;
+		rate_record_describe(&rec, said, sizeof(said));
+		if (rec.status != old.status || rec.rate != old.rate)
+			log_info("%s: renewing the download rate with %s: %s", (const char *)name,
+				 rec.server, said);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
 int daemon_run(const struct daemon_opts *opts)
 {
 	struct daemon d = { .opts = opts, .only = opts->only };
@@ -527,6 +715,9 @@ int daemon_run(const struct daemon_opts *opts)
 
 	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
 	peer_poll_maybe(&d);
+	rate_server_start(&d);
+	lease_timer_arm(&d);
+	d.renew_timer = g_timeout_add_seconds(RATE_RENEW_S / 4, on_renew, &d);
 	g_unix_signal_add(SIGHUP, on_hup, &d);
 	g_unix_signal_add(SIGTERM, on_term, &d);
 	g_unix_signal_add(SIGINT, on_term, &d);
@@ -535,6 +726,7 @@ int daemon_run(const struct daemon_opts *opts)
 	g_main_loop_run(d.loop);
 
 	notify_systemd("STOPPING=1");
+	rate_server_stop(&d);
 	if (d.cfg->clear_on_exit)
 		clear_configured(&d);
 	log_info("stopped");
