@@ -38,6 +38,10 @@ static void fab_done(struct tune_run *t)
 	struct tune_step s1 = step(1300000, 1200000.25, 90.0, INFINITY, 3, 44, 0.7);
 	struct tune_step s2 = step(1210000, 1160000, 22.0, 26.0, 0, 2, 0.995);
 
+	/* the first step's queue still grew: 2.5 ms/s over 3 s from 60 ms */
+	s1.trend = (struct lat_trend){ .n = 27, .slope = 2.5, .end_ms = 60, .span = 3 };
+	/* the confirmation's held */
+	s2.trend = (struct lat_trend){ .n = 110, .slope = -0.25, .end_ms = 21.5, .span = 11 };
 	t->egress = true;
 	t->single = step(0, 712345.6, 40.2, 55.5, 0, 3, 0.51);
 	t->single_stream_goodput = 712345.6;
@@ -125,12 +129,12 @@ static char *capture(print_fn fn)
 
 /* clang-format off */
 static const char text_report[] =
-	"  step               rate    goodput  idle50  idle95  load50  load95  added50  added95  drops   core  grade\n"
-	"  unshaped x1           -   5698Kbit    20.1    22.3    40.2    55.5     20.1     33.2      3    51%  A\n"
-	"  unshaped              -   9876Kbit    20.1    22.3   120.2   180.8    100.2    158.4     17    73%  C\n"
-	"  search        10400Kbit   9600Kbit    20.1    22.3    90.0     inf     69.9      inf     44    70%  C\n"
-	"  confirm        9680Kbit   9280Kbit    20.1    22.3    22.0    26.0      1.9      3.7      2   100%  A+\n"
-	"  20% under      7901Kbit   7600Kbit    20.1    22.3    21.0    25.0      0.9      2.7      1    40%  A+\n"
+	"  step               rate    goodput  idle50  idle95  load50  load95  added50  added95  trend   proj  drops   core  grade\n"
+	"  unshaped x1           -   5698Kbit    20.1    22.3    40.2    55.5     20.1     33.2    0.0    0.0      3    51%  A\n"
+	"  unshaped              -   9876Kbit    20.1    22.3   120.2   180.8    100.2    158.4    0.0    0.0     17    73%  C\n"
+	"  search        10400Kbit   9600Kbit    20.1    22.3    90.0     inf     69.9      inf    2.5   47.4     44    70%  C\n"
+	"  confirm        9680Kbit   9280Kbit    20.1    22.3    22.0    26.0      1.9      3.7   -0.2    1.4      2   100%  A+\n"
+	"  20% under      7901Kbit   7600Kbit    20.1    22.3    21.0    25.0      0.9      2.7    0.0    0.0      1    40%  A+\n"
 	"\n"
 	"wg0 egress: 9529Kbit (96% of the unshaped 9876Kbit) in 2 steps, 41 s\n"
 	"  unshaped:    goodput 9876Kbit, added latency 100.2 ms (p95 158.4), grade C; one stream alone 5.7 Mbit/s\n"
@@ -160,6 +164,8 @@ static const char json_report[] =
 	"      \"loaded_p95\" : 180750,\n"
 	"      \"added_p50\" : 100150,\n"
 	"      \"added_p95\" : 158450,\n"
+	"      \"trend\" : 0,\n"
+	"      \"projected\" : 0,\n"
 	"      \"lost\" : 1,\n"
 	"      \"drops\" : 17,\n"
 	"      \"busiest_core\" : 0.73399999999999999,\n"
@@ -174,6 +180,8 @@ static const char json_report[] =
 	"      \"loaded_p95\" : 25000,\n"
 	"      \"added_p50\" : 899,\n"
 	"      \"added_p95\" : 2699,\n"
+	"      \"trend\" : 0,\n"
+	"      \"projected\" : 0,\n"
 	"      \"lost\" : 0,\n"
 	"      \"drops\" : 1,\n"
 	"      \"busiest_core\" : 0.40000000000000002,\n"
@@ -189,6 +197,8 @@ static const char json_report[] =
 	"        \"loaded_p95\" : -1,\n"
 	"        \"added_p50\" : 69900,\n"
 	"        \"added_p95\" : -1,\n"
+	"        \"trend\" : 2500,\n"
+	"        \"projected\" : 47400,\n"
 	"        \"lost\" : 3,\n"
 	"        \"drops\" : 44,\n"
 	"        \"busiest_core\" : 0.69999999999999996,\n"
@@ -203,6 +213,8 @@ static const char json_report[] =
 	"        \"loaded_p95\" : 26000,\n"
 	"        \"added_p50\" : 1899,\n"
 	"        \"added_p95\" : 3699,\n"
+	"        \"trend\" : -250,\n"
+	"        \"projected\" : 1399,\n"
 	"        \"lost\" : 0,\n"
 	"        \"drops\" : 2,\n"
 	"        \"busiest_core\" : 0.995,\n"
@@ -228,6 +240,8 @@ static const char json_report[] =
 	"      \"loaded_p95\" : 0,\n"
 	"      \"added_p50\" : -1,\n"
 	"      \"added_p95\" : -1,\n"
+	"      \"trend\" : 0,\n"
+	"      \"projected\" : 0,\n"
 	"      \"lost\" : 0,\n"
 	"      \"drops\" : 0,\n"
 	"      \"busiest_core\" : 0.0,\n"

@@ -44,6 +44,9 @@ static void print_step(const char *key, const char *label, const struct tune_ste
 	print_ms("loaded_p95", " %7.1f", s->loaded.p95);
 	print_ms("added_p50", " %8.1f", a50);
 	print_ms("added_p95", " %8.1f", a95);
+	/* the queue's growth (ms per s) and where it leads in as long again */
+	print_ms("trend", " %6.1f", s->trend.slope);
+	print_ms("projected", " %6.1f", tune_projected(s));
 	print_uint("lost", NULL, s->loaded.lost);
 	print_uint("drops", " %6" PRIu64, s->drops);
 	print_share("busiest_core", " %5.0f%%", s->busiest_core);
@@ -53,9 +56,9 @@ static void print_step(const char *key, const char *label, const struct tune_ste
 
 void tune_report_head(void)
 {
-	print_text("  %-12s %10s %10s %7s %7s %7s %7s %8s %8s %6s %6s  %s\n", "step", "rate",
-		   "goodput", "idle50", "idle95", "load50", "load95", "added50", "added95", "drops",
-		   "core", "grade");
+	print_text("  %-12s %10s %10s %7s %7s %7s %7s %8s %8s %6s %6s %6s %6s  %s\n", "step", "rate",
+		   "goodput", "idle50", "idle95", "load50", "load95", "added50", "added95", "trend",
+		   "proj", "drops", "core", "grade");
 }
 
 void tune_report_row(const char *label, const struct tune_step *s)

@@ -22,7 +22,6 @@
 #include "util/log.h"
 #include "util/print.h"
 
-#define STEP_MS 4000
 #define WARMUP_MS 1000
 #define IDLE_MS 2000
 #define SINGLE_MS 3000
@@ -168,6 +167,19 @@ static int progress(const struct measure_progress *p, void *arg)
 	return 0;
 }
 
+/* The trend of the RTTs of the probes sent after the warm-up. */
+static void step_trend(const struct measure_result *res, unsigned int warmup_ms,
+		       struct lat_trend *out)
+{
+	g_autofree struct lat_sample *s = g_new(struct lat_sample, res->n_samples + 1);
+	size_t n = 0;
+
+	for (size_t i = 0; i < res->n_samples; i++)
+		if (res->samples[i].t * 1000 >= warmup_ms)
+			s[n++] = (struct lat_sample){ res->samples[i].t, res->samples[i].rtt_ms };
+	lat_trend_compute(s, n, out);
+}
+
 /* One measurement: load with streams (0: idle), probes all along. */
 static int measure(struct tune_run *t, unsigned int streams, unsigned int ms,
 		   struct tune_step *step)
@@ -221,6 +233,8 @@ static int measure(struct tune_run *t, unsigned int streams, unsigned int ms,
 
 	step->goodput = res->goodput;
 	lat_stats_compute(res->rtt_ms, res->n_rtt, res->lost, &step->loaded);
+	if (streams)
+		step_trend(res, mc.warmup_ms, &step->trend);
 	step->idle = t->idle;
 	step->drops = d1 >= d0 ? d1 - d0 : 0;
 	step->busiest_core = busy.busiest;
@@ -304,7 +318,7 @@ static int measure_unshaped(struct tune_run *t)
 	if (r == 0)
 		tune_report_row("unshaped x1", &t->single);
 	if (r == 0)
-		r = measure(t, t->o->streams, STEP_MS, &t->unshaped);
+		r = measure(t, t->o->streams, t->search.p.step_ms, &t->unshaped);
 	if (r < 0)
 		return r;
 	tune_report_row("unshaped", &t->unshaped);
@@ -325,7 +339,7 @@ static int search(struct tune_run *t)
 			snprintf(t->failure, sizeof(t->failure), "setting the rate failed");
 			return r;
 		}
-		r = measure(t, t->o->streams, STEP_MS, &s);
+		r = measure(t, t->o->streams, tune_search_step_ms(&t->search), &s);
 		if (r < 0)
 			return r;
 		g_array_append_val(t->steps, s);
@@ -349,9 +363,10 @@ static int run(struct tune_run *t)
 		return r;
 	t->before_read = true;
 
-	print_text("\n%s %s (%s): %u streams, steps of %.0f s\n", t->o->ifname, tune_run_dir(t),
+	print_text("\n%s %s (%s): %u streams, steps of %.0f s, confirmations of %.0f s\n",
+		   t->o->ifname, tune_run_dir(t),
 		   t->egress ? "upload from this host" : "download to this host", t->o->streams,
-		   STEP_MS / 1000.0);
+		   t->search.p.step_ms / 1000.0, t->search.p.confirm_ms / 1000.0);
 	r = measure_unshaped(t);
 	if (r == 0)
 		r = search(t);
@@ -361,7 +376,7 @@ static int run(struct tune_run *t)
 		/* The seed's rule, for comparison: 20% under the unshaped speed. */
 		t->rule20.rate = (uint64_t)(t->unshaped.goodput * 0.8);
 		if (t->rule20.rate && set_rate(t, t->rule20.rate) == 0 &&
-		    measure(t, t->o->streams, STEP_MS, &t->rule20) == 0)
+		    measure(t, t->o->streams, t->search.p.step_ms, &t->rule20) == 0)
 			tune_report_row("20% under", &t->rule20);
 		t->final = g_array_index(t->steps, struct tune_step, t->steps->len - 1);
 	}

@@ -46,6 +46,62 @@ void lat_stats_compute(double *samples, size_t n, size_t lost, struct lat_stats 
 	out->p95 = percentile(samples, n, 0.95);
 }
 
+/* The median of x[0..n) (n > 0), sorted in place. */
+static double median(double *x, size_t n)
+{
+	qsort(x, n, sizeof(*x), cmp_double);
+	return percentile(x, n, 0.5);
+}
+
+#define TREND_MIN 9 /* three a third */
+
+/*
+ * The median RTT and the mean sending time of ok[from, to), with buf for
+ * scratch.
+ */
+static void third(const struct lat_sample *ok, size_t from, size_t to, double *buf, double *rtt,
+		  double *t)
+{
+	double sum = 0;
+
+	for (size_t i = from; i < to; i++) {
+		buf[i - from] = ok[i].rtt_ms;
+		sum += ok[i].t;
+	}
+	*rtt = median(buf, to - from);
+	*t = sum / (double)(to - from);
+}
+
+void lat_trend_compute(const struct lat_sample *samples, size_t n, struct lat_trend *out)
+{
+	struct lat_sample *ok = NULL;
+	double *buf = NULL, mid_rtt, mid_t, end_t;
+	size_t m = 0, a, b;
+
+	memset(out, 0, sizeof(*out));
+	if (n < TREND_MIN)
+		return;
+	ok = malloc(n * sizeof(*ok));
+	buf = malloc(n * sizeof(*buf));
+	if (!ok || !buf)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (samples[i].rtt_ms >= 0 && isfinite(samples[i].rtt_ms))
+			ok[m++] = samples[i];
+	if (m < TREND_MIN)
+		goto out;
+	a = m / 3;
+	b = m - m / 3;
+	third(ok, a, b, buf, &mid_rtt, &mid_t);
+	third(ok, b, m, buf, &out->end_ms, &end_t);
+	out->n = m;
+	out->span = ok[m - 1].t - ok[0].t;
+	out->slope = end_t > mid_t ? (out->end_ms - mid_rtt) / (end_t - mid_t) : 0;
+out:
+	free(ok);
+	free(buf);
+}
+
 static const struct {
 	double below;
 	const char *grade;
@@ -88,12 +144,31 @@ void tune_added(const struct tune_step *s, double *p50_ms, double *p95_ms)
 	*p95_ms = p95 > 0 ? p95 : 0;
 }
 
+double tune_projected(const struct tune_step *s)
+{
+	const struct lat_trend *tr = &s->trend;
+	double v;
+
+	if (!tr->n)
+		return 0;
+	v = tr->end_ms + (tr->slope > 0 ? tr->slope * tr->span : 0) -
+	    (s->idle.n ? s->idle.p50 : 0);
+	return v > 0 ? v : 0;
+}
+
+bool tune_step_growing(const struct tune_step *s, const struct tune_target *t)
+{
+	const struct lat_trend *tr = &s->trend;
+
+	return tr->n && tr->slope * tr->span >= t->p50_ms && tune_projected(s) > t->p95_ms;
+}
+
 bool tune_step_ok(const struct tune_step *s, const struct tune_target *t)
 {
 	double p50, p95;
 
 	tune_added(s, &p50, &p95);
-	return p50 <= t->p50_ms && p95 <= t->p95_ms;
+	return p50 <= t->p50_ms && p95 <= t->p95_ms && !tune_step_growing(s, t);
 }
 
 /* ---- the search -------------------------------------------------------- */
@@ -112,6 +187,8 @@ void tune_params_default(struct tune_params *p)
 		.max_steps = 10,
 		.confirm_steps = 2,
 		.max_remeasures = 2,
+		.step_ms = 4000,
+		.confirm_ms = 12000,
 	};
 }
 
@@ -171,6 +248,11 @@ bool tune_search_running(const struct tune_search *s)
 	       s->phase == TUNE_CONFIRMING;
 }
 
+unsigned int tune_search_step_ms(const struct tune_search *s)
+{
+	return s->phase == TUNE_CONFIRMING && s->p.confirm_ms ? s->p.confirm_ms : s->p.step_ms;
+}
+
 static uint64_t frac_of(uint64_t x, double f)
 {
 	double r = (double)x * f + 0.5;
@@ -191,9 +273,21 @@ static void finish(struct tune_search *s, enum tune_phase phase, enum tune_why w
 	s->remeasure = false;
 }
 
+/* The most a result may be: what lets the capacity through, no more. */
+static uint64_t top_rate(const struct tune_search *s)
+{
+	double top = (double)s->capacity * (s->rate_per_goodput > 0 ? s->rate_per_goodput : 1);
+
+	return top < 1 ? 1 : (uint64_t)top;
+}
+
 static void confirm_at(struct tune_search *s, uint64_t rate, enum tune_why why)
 {
-	if (s->steps >= s->p.max_steps) {
+	uint64_t top = frac_of(top_rate(s), 1 - s->p.backoff);
+
+	if (rate > top)
+		rate = top;
+	if (s->steps >= s->p.max_steps || s->confirms >= s->p.confirm_steps) {
 		finish(s, TUNE_FAILED, TUNE_WHY_CONFIRM);
 		return;
 	}
@@ -256,11 +350,21 @@ static enum tune_why doubt(const struct tune_search *s, bool ok, double goodput)
 								: TUNE_WHY_NONE;
 }
 
+/* The median within target and the queue not growing: only the p95 was bad. */
+static bool median_ok(const struct tune_search *s, const struct tune_step *st)
+{
+	double p50, p95;
+
+	tune_added(st, &p50, &p95);
+	return p50 <= s->p.target.p50_ms && !tune_step_growing(st, &s->p.target);
+}
+
 static bool second_look_allowed(const struct tune_search *s)
 {
-	/* Every confirmation may have one, while a step is left. */
+	/* Every confirmation may have one (a load that did not fill the
+	 * shaper), while a step is left. */
 	if (s->phase == TUNE_CONFIRMING)
-		return s->steps < s->p.max_steps;
+		return s->steps < s->p.max_steps && s->confirms < s->p.confirm_steps;
 	if (s->doubts >= s->p.max_remeasures)
 		return false;
 	/* Keep a step for the floor while nothing is known good. */
@@ -299,6 +403,9 @@ static void search_good(struct tune_search *s, uint64_t rate, double goodput)
 
 	s->lo = rate;
 	s->lo_known_good = true;
+	/* The load got more through than unshaped: the capacity was more. */
+	if (goodput > (double)s->capacity)
+		s->capacity = (uint64_t)goodput;
 	if (goodput > 0 && (!s->rate_per_goodput || (double)rate / goodput < s->rate_per_goodput))
 		s->rate_per_goodput = (double)rate / goodput;
 	if (!s->rate_per_goodput)
@@ -329,10 +436,17 @@ void tune_search_feed(struct tune_search *s, const struct tune_step *st)
 		return;
 	}
 	s->steps++;
+	if (s->phase == TUNE_CONFIRMING)
+		s->confirms++;
 	s->remeasure = false;
 	s->why = TUNE_WHY_NONE;
 	ok = tune_step_ok(st, &s->p.target);
 	why = doubt(s, ok, goodput);
+	/* A confirmation is three steps long: its median over the target, or
+	 * its queue growing, is no burst to look past, and the step is better
+	 * spent lower. Its 95th percentile alone may be a spike or two. */
+	if (why == TUNE_WHY_DOUBT_BAD && s->phase == TUNE_CONFIRMING && !median_ok(s, st))
+		why = TUNE_WHY_NONE;
 	if (why != TUNE_WHY_NONE && !second && second_look_allowed(s)) {
 		s->remeasure = true;
 		s->remeasures++;

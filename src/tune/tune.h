@@ -36,6 +36,31 @@ struct lat_stats {
  */
 void lat_stats_compute(double *samples, size_t n, size_t lost, struct lat_stats *out);
 
+/*
+ * The trend of a step's RTTs: does the queue still grow? A rate a little over
+ * the bottleneck fills a deep buffer slowly (1% over a 2,000-packet buffer at
+ * 20 Mbit/s takes minutes), so the level a short step sees can be low while
+ * the queue keeps growing. The samples after the load's warm-up, in sending
+ * order, are cut in thirds: the first is left to the queue to settle, and the
+ * slope runs from the median of the middle third to the median of the last
+ * (medians: a spike or two move neither). A queue that grew and then held
+ * has no slope left; one that keeps growing has.
+ */
+struct lat_sample {
+	double t; /* s, when the probe was sent */
+	double rtt_ms; /* < 0: lost (left out) */
+};
+
+struct lat_trend {
+	size_t n; /* samples that came back; 0: too few for a trend (under 9) */
+	double slope; /* ms per s, middle third to last third */
+	double end_ms; /* the last third's median RTT */
+	double span; /* s from the first sample to the last: the horizon */
+};
+
+/* The trend of samples[0..n) (in sending order). */
+void lat_trend_compute(const struct lat_sample *samples, size_t n, struct lat_trend *out);
+
 /* The common scale (DSLReports, Waveform) for added latency under load, in ms:
  * A+ < 5, A < 30, B < 60, C < 200, D < 400, F >= 400 (and for NaN). */
 const char *bloat_grade(double added_ms);
@@ -52,6 +77,7 @@ struct tune_step {
 	/* idle: the baseline the added latency is counted from (the caller's
 	 * idle measurement, copied into every step); loaded: during this load. */
 	struct lat_stats idle, loaded;
+	struct lat_trend trend; /* of the loaded RTTs; n 0: none, not judged */
 	uint64_t drops; /* cake's drops during the step (reported, not judged) */
 	double busiest_core; /* 0..1, from /proc/stat (reported, not judged) */
 };
@@ -69,7 +95,22 @@ struct tune_target {
  */
 void tune_added(const struct tune_step *s, double *p50_ms, double *p95_ms);
 
-/* Did this step keep latency at the idle level (both added figures within t)? */
+/*
+ * Where the step's queue would be had the step gone on as long again:
+ * the last third's median RTT plus the slope over the step's own span,
+ * minus the idle median (ms, never below 0; 0 without a trend).
+ */
+double tune_projected(const struct tune_step *s);
+
+/*
+ * Does the queue keep growing toward the target? The projection is over the
+ * p95 target, and the growth over the span is at least the p50 target (a
+ * queue that grows by less is noise, or too slow to matter).
+ */
+bool tune_step_growing(const struct tune_step *s, const struct tune_target *t);
+
+/* Did this step keep latency at the idle level: both added figures within t,
+ * and its queue not growing toward the target? */
 bool tune_step_ok(const struct tune_step *s, const struct tune_target *t);
 
 /* ---- the search -------------------------------------------------------- */
@@ -94,25 +135,37 @@ bool tune_step_ok(const struct tune_step *s, const struct tune_target *t);
  *    under half of what the rate allows (the load never filled the shaper, so
  *    the latency proves nothing). Such a step is measured once more and the
  *    second verdict stands (an idle-looking one again counts as bad): up to
- *    max_remeasures times in the search, and once for each confirmation.
+ *    max_remeasures times in the search, and once for each confirmation
+ *    whose median was within target (only its p95 failed: a spike or two;
+ *    a long confirmation with its median over, or its queue growing, is
+ *    believed, and the next one goes lower).
  *    Near the top the goodput cannot tell (the shaper and the bottleneck
  *    pass about the same), so before the end the lowest bad rate, which the
  *    result hangs on, gets one second look if a search step is left; good
  *    now, the search goes on above it.
- * 4. Margin and proof: result = lo * (1 - backoff), measured once more
- *    (confirm). A failed confirm (after a second look, if doubtful) goes two
- *    backoffs lower and confirms again, as long as steps are left.
+ * 4. Margin and proof: result = lo * (1 - backoff), never more than lets
+ *    through the capacity (capacity * rate_per_goodput: a rate whose goodput
+ *    would pass the unshaped one can only queue at the bottleneck; a good
+ *    step whose goodput passed the capacity raises the capacity), measured
+ *    once more in a longer step (confirm_ms), long enough to show a queue
+ *    that grows slowly. A failed confirm (after a second look, if 3. allows
+ *    one) goes two backoffs lower and confirms again, while steps are left.
+ * 5. Every verdict, the unshaped one included, counts the trend too
+ *    (tune_step_growing): a queue that keeps growing is a bad rate whatever
+ *    its level so far.
  *
  * At most max_steps shaped measurements in all (the unshaped one not
  * counted); the search stops early to keep confirm_steps of them for the
- * confirmation. Never measured good means the floor low_frac is measured
- * itself; bad there: TUNE_FAILED.
+ * confirmation, and the confirmation takes no more than those. Never
+ * measured good means the floor low_frac is measured itself; bad there:
+ * TUNE_FAILED.
  *
  * The defaults: a clean link takes 7 steps (9 where the best rate is well
- * under the capacity), and 10 at 4 s each leave room for the idle and
- * unshaped runs in the 60 s a direction may take. The result lands at most
- * resolution + backoff (2.5%) under the best rate, which leaves half a
- * percent of the 3% allowed for a misread step at the edge.
+ * under the capacity): at most 8 search steps of 4 s and 2 confirmations of
+ * 12 s, with the idle (2 s), one stream (3 s), unshaped (4 s) and 20%-under
+ * (4 s) runs 69 s at most a direction; a clean link about 50 s. The result
+ * lands at most resolution + backoff (2.5%) under the best rate, which
+ * leaves half a percent of the 3% allowed for a misread step at the edge.
  */
 struct tune_params {
 	struct tune_target target;
@@ -126,6 +179,8 @@ struct tune_params {
 	unsigned int max_steps; /* shaped measurements in all (10) */
 	unsigned int confirm_steps; /* of them kept for the confirmation (2) */
 	unsigned int max_remeasures; /* second looks at doubtful search steps (2) */
+	unsigned int step_ms; /* a search step's load, warm-up included (4000) */
+	unsigned int confirm_ms; /* a confirmation's (12000) */
 };
 
 void tune_params_default(struct tune_params *p);
@@ -181,6 +236,7 @@ struct tune_search {
 	unsigned int steps; /* shaped measurements fed */
 	unsigned int remeasures; /* of them second looks, all kinds */
 	unsigned int doubts; /* second looks at doubtful search steps */
+	unsigned int confirms; /* confirmation steps fed, second looks included */
 };
 
 /* Start a search (params NULL = defaults); phase TUNE_UNSHAPED. */
@@ -190,5 +246,7 @@ void tune_search_init(struct tune_search *s, const struct tune_params *params);
 void tune_search_feed(struct tune_search *s, const struct tune_step *step);
 /* Still wants measurements (TUNE_UNSHAPED, TUNE_SEARCHING or TUNE_CONFIRMING). */
 bool tune_search_running(const struct tune_search *s);
+/* How long the next measurement loads the link, warm-up included (ms). */
+unsigned int tune_search_step_ms(const struct tune_search *s);
 
 #endif

@@ -22,6 +22,8 @@
 #                             tunnel address
 #   scenario-tune.sh http     both directions against lighttpd (download) and a
 #                             python3 POST sink (upload), ping for latency
+#   scenario-tune.sh deep     egress on a deep buffer (3.6 s), 40 ms each way; then
+#                             iperf3 + ping for 25 s (a slowly growing queue shows)
 #   scenario-tune.sh daemon   cli runs `wgshape daemon` enforcing 30% of the line
 #                             on wg0: a SIGKILLed tune (the daemon puts it back when
 #                             it ends), then tune save (measures the line; the
@@ -409,6 +411,44 @@ part_daemon() {
 	figures
 }
 
+# The deep line: 40 ms each way and 30 packets of buffer per Mbit/s (3.6 s
+# at the line rate; 3000 packets at 10 Mbit/s), so that a rate a percent or
+# two over the line fills it slowly: a step's latency level stays low while
+# its queue grows. The check runs the load longer (25 s) than a step.
+part_deep() {
+	LINE_DELAY=40ms
+	lab_topology ipv4
+	iperf_server srv "$SRV_TUN4"
+	scale_line
+	LINE_LIMIT=$(($(rate_bytes "$LINE_RATE") * 8 / 1000 * 3 / 10))
+	lab_bottleneck "$LINE_RATE" "$LINE_DELAY" "$LINE_LIMIT"
+	serve_start srv
+	step "unshaped upload through the deep line"
+	idle_rtt cli "$SRV_TUN4"
+	unshaped cli "$SRV_TUN4"
+	sleep 4 # the buffer drains before tune's idle measurement
+
+	step "tune wg0 egress on the deep line, no save"
+	tune_then_verify_deep
+	figures
+}
+
+# tune_then_verify_deep: cli's egress tuned, then set and checked with a 25 s load.
+tune_then_verify_deep() {
+	local before after
+	before=$(shaping cli)
+	tune cli tune wg0 egress server "$SRV_TUN4"
+	after=$(shaping cli)
+	expect_tuned_text "tune egress (deep line)" egress
+	expect_same_snapshot "tune egress (deep line) without save" "$before" "$after"
+	FIGURES+=("deep line $LINE_RATE, $LINE_DELAY each way, $LINE_LIMIT packets: tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
+	[ -n "$TUNED" ] || return 0
+	sleep 4
+	step "iperf3 upload + ping for 25 s with wg0 egress at $TUNED"
+	expect_wgshape_ok cli set wg0 egress "$TUNED"
+	LOAD_SECS=25 verify cli "$SRV_TUN4" 85 "deep line (cli upload, 25 s) at $TUNED"
+}
+
 # Not a check: what iperf3 + ping see with cake at a few rates (the truth
 # tune's own measurements are compared with). sweep egress|ingress.
 part_sweep() {
@@ -491,7 +531,7 @@ EOF
 }
 
 case "$part" in
-egress | ingress | seed | errors | http | daemon | sweep) "part_$part" "$@" ;;
-*) die "scenario-tune.sh: egress|ingress|seed|errors|http|daemon, not '$part'" ;;
+egress | ingress | seed | errors | http | daemon | sweep | deep) "part_$part" "$@" ;;
+*) die "scenario-tune.sh: egress|ingress|seed|errors|http|daemon|deep, not '$part'" ;;
 esac
 finish
