@@ -598,8 +598,9 @@ static void on_rate_request(void *ud, const char *ifname, const uint8_t *key, ui
 		ans->status = RATE_REFUSED; /* this daemon does not look after ifname */
 		return;
 	}
+	/* now is in whole seconds: one more, so that a lease lasts at least its length */
 	r = lease_put(d->opts->statedir, ifname, key, ans->status == RATE_DEFAULT ? 0 : granted,
-		      now + d->cfg->client_lease, now);
+		      now + d->cfg->client_lease + 1, now);
 	if (r == 0)
 		r = reconcile_iface(&rc, ifname);
 	if (r < 0) {

@@ -525,3 +525,63 @@ expect_rate() {
 	done
 	fail "$what: expected $(mbit "$want") +- $pct%, found $(mbit "$got")"
 }
+
+# ---- per-peer classes and when they change ---------------------------------
+
+# iproute2 6.1's -j prints nothing for an HTB root with a size table, and
+# text for HTB classes: these read tc's text output.
+# htb_class_field NS DEV CLASSID FIELD: of DEV's class CLASSID (e.g. 1:10):
+# parent, leaf, rate, ceil (as tc prints them: 6Mbit), bytes, packets; or (none).
+htb_class_field() {
+	inns "$1" tc -s class show dev "$2" | awk -v c="$3" -v f="$4" '
+		$1 == "class" { cur = ($3 == c); if (!cur) next; found = 1
+			for (i = 4; i < NF; i++) v[$i] = $(i + 1)
+			if ($4 == "root") v["parent"] = "root" }
+		cur && $1 == "Sent" { v["bytes"] = $2; v["packets"] = $4 }
+		END { print (found && (f in v)) ? v[f] : "(none)" }'
+}
+
+# htb_class_for NS DEV ADDR: the classid DEV's flower filters (parent 1:)
+# send the host ADDR to (as tc prints it, no /32 or /128), or (none).
+htb_class_for() {
+	inns "$1" tc filter show dev "$2" parent 1: 2>/dev/null | awk -v a="$3" '
+		/classid/ { cur = ""; for (i = 1; i < NF; i++) if ($i == "classid") cur = $(i + 1) }
+		$1 == "dst_ip" && $2 == a && cur != "" { print cur; found = 1; exit }
+		END { if (!found) print "(none)" }'
+}
+
+# stamped_monitor NS FILE: `tc monitor` in NS in the background, each line
+# of it in FILE after the time it was read ($EPOCHREALTIME's form: seconds
+# since the epoch, microseconds), to time a change against a command that
+# started at a known $EPOCHREALTIME. STAMPED_PID is its process (lab_cleanup
+# ends it with the namespace's other processes).
+stamped_monitor() {
+	local py=/usr/bin/python3
+	[ -x "$py" ] || py=$(command -v python3) || die "stamped_monitor needs python3"
+	: >"$2"
+	ip netns exec "$1" "$py" -u -c '
+import subprocess, sys, time
+p = subprocess.Popen(["stdbuf", "-oL", "tc", "monitor"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+for line in p.stdout:
+    sys.stdout.write("%.6f %s" % (time.time(), line.decode(errors="replace")))
+    sys.stdout.flush()' >>"$2" 2>&1 &
+	STAMPED_PID=$!
+	# it listens once `tc monitor` is running: wait for that process (bounded)
+	local i
+	for i in $(seq 1 40); do
+		pgrep -P "$STAMPED_PID" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	die "tc monitor did not start in $1"
+}
+
+# stamped_wait SECS FILE FROM ERE: the time (as in FILE) of the first line
+# after line FROM that matches ERE, as lines come; fails after SECS.
+stamped_wait() {
+	local line
+	line=$(wait_for "$1" "$2" "$3" grep -m 1 -E -- "$4") || return 1
+	printf '%s\n' "${line%% *}"
+}
+
+# ms_between T0 T1: milliseconds from one $EPOCHREALTIME to another.
+ms_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) * 1000 }'; }

@@ -21,6 +21,14 @@
 #   names       a connection named `Home $(touch /tmp/pwned) "5G"` + newline
 #               matches a profile as a plain string; nothing runs
 #   timing      `wgshape -v dispatch client up` by hand: figures, no assertion
+#   client-rate the rate channel: a `wgshape daemon` in srv lets clients set
+#               their download (client-download = yes, [peer] at 10mbit);
+#               profiles say download = 40mbit (5G), 15mbit (2.4G); on each
+#               switch (5G, 2.4G, Cafe: the server's own rate, back) srv's
+#               class for the client follows (same class, counters kept),
+#               timed from nmcli to the class change in a stamped tc monitor
+#               in srv, and iperf3 downloads at about the new rate; with the
+#               hook alone, then with the daemon alone (no iperf3)
 #   footprint   (benchmark, not in the default list) what wgshape costs against
 #               the tools it replaces, side by side: the hook against a recipe
 #               dispatcher script (nmcli + tc) for an ignored action and for
@@ -42,11 +50,11 @@ need_fresh_vm
 need_tools ip tc wg jq nmcli NetworkManager dbus-daemon dbus-send timeout tail
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(dispatcher daemon both names timing)
+[ ${#parts[@]} -gt 0 ] || parts=(dispatcher daemon both names timing client-rate)
 for p in "${parts[@]}"; do
 	case "$p" in
-	dispatcher | daemon | both | names | timing | footprint) ;;
-	*) die "unknown part '$p' (dispatcher, daemon, both, names, timing, footprint)" ;;
+	dispatcher | daemon | both | names | timing | footprint | client-rate) ;;
+	*) die "unknown part '$p' (dispatcher, daemon, both, names, timing, footprint, client-rate)" ;;
 	esac
 done
 
@@ -77,7 +85,7 @@ NM_PID='' DBUS_PID='' DAEMON_PID='' MON_PID='' DISP_PID=''
 
 nm_cleanup() {
 	local p
-	for p in $DAEMON_PID $DISP_PID $NM_PID $MON_PID $DBUS_PID; do
+	for p in $DAEMON_PID $DISP_PID $NM_PID $MON_PID $DBUS_PID ${SRV_DPID:-}; do
 		kill "$p" 2>/dev/null || true
 	done
 	for p in $DAEMON_PID $DISP_PID $NM_PID $MON_PID; do
@@ -614,8 +622,168 @@ part_footprint() {
 	net_down_all
 }
 
+# ---- the rate channel: the server's class follows the client's network -------
+
+SRVCONF=$LAB_TMP/srv-rate.conf
+SRVLOG=$LAB_TMP/srv-daemon.log
+SRVMON=$LAB_TMP/srv-monitor.txt
+SRV_DPID=''
+RC='' RATE_CAP=0 RATE_LIMIT_MS=1000
+RATE_FIG=()
+
+# expect_download WHAT RATE_MBIT: iperf3 download (srv -> cli, 2 streams) at
+# most RATE and at least 80% of it; one too low is measured again (up to 3).
+expect_download() {
+	local what=$1 r=$2 try got verdict
+	for try in 1 2 3; do
+		got=$(iperf_rate cli "$SRV_TUN4" 5 -P 2 -R)
+		verdict=$(awk -v f="$got" -v r="$r" 'BEGIN {
+			if (f > r * 1e6) print "high"; else if (f < r * 0.8e6) print "low"; else print "ok" }')
+		case "$verdict" in
+		ok)
+			pass "$what: download $(mbit "$got") (<= $r Mbit/s, >= 80% of it)"
+			return 0
+			;;
+		high) break ;;
+		esac
+		[ "$try" = 3 ] || info "try $try: $(mbit "$got"), under 80% of $r Mbit/s: measuring again"
+	done
+	fail "$what: download $(mbit "$got"), expected <= $r Mbit/s and >= 80% of it"
+}
+
+# switch_to WHO NAME CEIL [MBIT]: nmcli up NAME; srv's class for cli must
+# reach CEIL (tc's spelling: 40Mbit), timed from the start of nmcli and from
+# its return to the stamped tc monitor line; same class, counters kept; with
+# MBIT, iperf3 downloads at about it.
+switch_to() {
+	local who=$1 name=$2 ceil=$3 r=${4:-} from t0 tnm t1 b0 total after i
+	b0=$(htb_class_field srv wg0 "$RC" bytes)
+	from=$(wc -l <"$SRVMON")
+	t0=$EPOCHREALTIME
+	net_up "$name"
+	tnm=$EPOCHREALTIME
+	if t1=$(stamped_wait 20 "$SRVMON" "$from" "class htb $RC .* ceil $ceil "); then
+		total=$(ms_between "$t0" "$t1") after=$(ms_between "$tnm" "$t1")
+		info "$who, $name: srv's class $RC at $ceil $total ms after nmcli started, $after ms after it returned (nmcli took $(ms_between "$t0" "$tnm") ms)"
+		RATE_FIG+=("$who $name: $total ms from nmcli start, $after ms after nmcli returned")
+		if [ "$after" -le "$RATE_LIMIT_MS" ]; then
+			pass "$who, $name: the server's class followed $after ms after the network was up (<= $RATE_LIMIT_MS)"
+		else
+			fail "$who, $name: the server's class took $after ms after the network was up (over $RATE_LIMIT_MS)"
+		fi
+	else
+		fail "$who, $name: srv's class $RC never reached $ceil within 20 s"
+	fi
+	# the last word: a transient (the old network going down) may come first
+	for i in $(seq 1 20); do
+		[ "$(htb_class_field srv wg0 "$RC" ceil)" = "$ceil" ] && break
+		sleep 0.25
+	done
+	info "tc monitor in srv for class $RC during the switch:"
+	tail -n +"$((from + 1))" "$SRVMON" | grep -E "class htb $RC " | sed -E 's/ burst .*//; s/^/     | /' || true
+	expect_eq "$who, $name: srv's class ceil" "$ceil" "$(htb_class_field srv wg0 "$RC" ceil)"
+	expect_eq "$who, $name: cli's classid" "$RC" "$(htb_class_for srv wg0 "$CLI_TUN4")"
+	expect_ge "$who, $name: class bytes kept (were $b0)" "$b0" "$(htb_class_field srv wg0 "$RC" bytes)"
+	if [ -n "$r" ] && [ $((r * 4000000)) -gt "$RATE_CAP" ]; then
+		info "$who, $name: iperf3 at $r Mbit/s not asserted: the VM moves $(mbit "$RATE_CAP") unshaped, not 4 times that"
+	elif [ -n "$r" ]; then
+		expect_download "$who, $name" "$r"
+	fi
+}
+
+# rate_sequence WHO [iperf]: 5G, 2.4G, Cafe (no profile), back to 5G.
+rate_sequence() {
+	local who=$1 iperf=${2:-} i
+	net_down_all
+	tun_up
+	# from a network without a profile, once the tunnel's own events are
+	# through the dispatcher: the switches below are timed
+	net_up "$CAFE"
+	for i in $(seq 1 40); do
+		[ "$(htb_class_field srv wg0 "$RC" ceil)" = 10Mbit ] && break
+		sleep 0.25
+	done
+	switch_to "$who" "$NET5" 40Mbit ${iperf:+40}
+	switch_to "$who" "$NET24" 15Mbit ${iperf:+15}
+	switch_to "$who" "$CAFE" 10Mbit ${iperf:+10}
+	wgshape cli -j show "$TUN"
+	expect_eq "$who, $CAFE: the client's record of the answer" "default" \
+		"$(jq -r '.[0].client_download.status // "(none)"' <<<"$WG_OUT" 2>/dev/null)"
+	switch_to "$who" "$NET5" 40Mbit ${iperf:+40}
+	wgshape cli -j show "$TUN"
+	expect_match "$who, back on $NET5: the request's source" "network 'home5'" \
+		"$(jq -r '.[0].client_download.source // "(none)"' <<<"$WG_OUT" 2>/dev/null)"
+}
+
+part_client_rate() {
+	local i
+	step "CLIENT RATE: the server's class for this client follows the network"
+	need_tools iperf3 stdbuf
+	printf '[interface wg0]\nclient-download = yes\ndownload-max = 60mbit\n\n[peer laptop]\npublic-key = %s\ndownload = 10mbit\n' \
+		"$(cat "$LAB_TMP/cli.pub")" >"$SRVCONF"
+	chmod 0600 "$SRVCONF"
+	cp "$CONF" "$LAB_TMP/client.conf.orig"
+	printf '%s\n' '[network home5]' 'connection-id = Home Wi-Fi 5G' 'interface = client' \
+		'egress = 85mbit' 'download = 40mbit' '' '[network home24]' \
+		'connection-id = Home Wi-Fi 2.4G' 'interface = client' 'egress = 40mbit' \
+		'download = 15mbit' >"$CONF"
+	"$WGSHAPE" check-config >"$LAB_TMP/cc" 2>&1 || die "check-config: $(cat "$LAB_TMP/cc")"
+	net_down_all
+	tun_down
+	"$WGSHAPE" clear "$TUN" >/dev/null 2>&1 || true
+	stamped_monitor srv "$SRVMON"
+	ip netns exec srv "$WGSHAPE" -v -c "$SRVCONF" daemon >"$SRVLOG" 2>&1 &
+	SRV_DPID=$!
+	wait_line 30 "$SRVLOG" 'running' >/dev/null || die "srv's daemon did not start: $(cat "$SRVLOG")"
+	for i in $(seq 1 40); do
+		RC=$(htb_class_for srv wg0 "$CLI_TUN4")
+		[ "$RC" != "(none)" ] && break
+		sleep 0.25
+	done
+	expect_eq "srv: cli's class at the configured rate" 10Mbit "$(htb_class_field srv wg0 "$RC" ceil)"
+	iperf_server srv "$SRV_TUN4"
+	tun_up
+	RATE_CAP=$(lab_capacity 1)
+	tun_down
+
+	# the hook runs behind NetworkManager's dispatcher queue (here
+	# 01-ifupdown before it, each a process under TCG); the daemon hears
+	# libnm itself
+	step "client rate: the hook alone"
+	RATE_LIMIT_MS=2000
+	hook_install
+	rate_sequence hook iperf
+	net_down_all
+	tun_down
+	hook_remove
+
+	step "client rate: the daemon alone (no hook)"
+	RATE_LIMIT_MS=1000
+	daemon_start
+	rate_sequence daemon
+	expect_eq "client rate: client daemon log lines at error level" "" "$(daemon_log_errors)"
+	daemon_stop
+	net_down_all
+	tun_down
+
+	step "client rate: figures (network switch to the server's class change)"
+	for i in "${RATE_FIG[@]}"; do info "$i"; done
+	printf 'FIGURES %s\n' "$(IFS='|'; echo "${RATE_FIG[*]}")"
+	expect_eq "srv's daemon log lines at error level" "" "$(grep -E '^<[0-3]>' "$SRVLOG" || true)"
+	if [ "$lab_failures" -gt 0 ]; then
+		info "srv's daemon log:"
+		tail -40 "$SRVLOG" | sed 's/^/     | /'
+		info "client daemon log:"
+		tail -40 "$DLOG" | sed 's/^/     | /'
+	fi
+	kill "$SRV_DPID" 2>/dev/null || true
+	wait "$SRV_DPID" 2>/dev/null || true
+	SRV_DPID=
+	cp "$LAB_TMP/client.conf.orig" "$CONF"
+}
+
 for p in "${parts[@]}"; do
-	"part_$p"
+	"part_${p//-/_}"
 done
 
 if [ "$lab_failures" -gt 0 ]; then
