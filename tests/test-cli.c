@@ -45,6 +45,20 @@ static void test_tune_args(void)
 				   err, sizeof(err)),
 			==, 0);
 	g_assert_true(a.egress && a.ingress);
+	g_assert_false(a.server_download);
+
+	/* client download: the download shaped at the server, alone or with egress */
+	g_assert_cmpint(tune_parse("client download server 10.0.0.1", &a, err, sizeof(err)), ==, 0);
+	g_assert_true(a.server_download);
+	g_assert_false(a.egress || a.ingress);
+	g_assert_null(a.download_url);
+	g_assert_cmpint(tune_parse("egress client download ping h download http://h/f upload "
+				   "http://h/u",
+				   &a, err, sizeof(err)),
+			==, 0);
+	g_assert_true(a.server_download && a.egress);
+	g_assert_false(a.ingress);
+	g_assert_cmpstr(a.download_url, ==, "http://h/f");
 
 	static const struct {
 		const char *line, *says;
@@ -65,6 +79,9 @@ static void test_tune_args(void)
 		{ "ingress ping h download ftp://x/", "download: 'ftp://x/' is not" },
 		{ "ingress ping h download http://", "download: " },
 		{ "ping h upload file:///etc/passwd", "upload: " },
+		{ "client server h", "client: expected client download" },
+		{ "client", "client: expected client download" },
+		{ "client download ping h upload http://x/", "client download needs download URL" },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_test_message("%s", bad[i].line);

@@ -42,7 +42,7 @@ static void fab_done(struct tune_run *t)
 	s1.trend = (struct lat_trend){ .n = 27, .slope = 2.5, .end_ms = 60, .span = 3 };
 	/* the confirmation's held */
 	s2.trend = (struct lat_trend){ .n = 110, .slope = -0.25, .end_ms = 21.5, .span = 11 };
-	t->egress = true;
+	t->dir = TUNE_EGRESS;
 	t->single = step(0, 712345.6, 40.2, 55.5, 0, 3, 0.51);
 	t->single_stream_goodput = 712345.6;
 	t->unshaped = step(0, 1234567.8, 120.25, 180.75, 1, 17, 0.734);
@@ -61,6 +61,7 @@ static void fab_done(struct tune_run *t)
 /* ingress, not bloated */
 static void fab_not_bloated(struct tune_run *t)
 {
+	t->dir = TUNE_INGRESS;
 	t->unshaped = step(0, 1234567.8, 22.25, 24.75, 0, 0, 0.3);
 	t->steps = g_array_new(FALSE, TRUE, sizeof(struct tune_step));
 	tune_search_init(&t->search, NULL);
@@ -73,7 +74,7 @@ static void fab_failed(struct tune_run *t)
 {
 	struct tune_step s1 = step(617283, 600000, 90.0, 140.0, 3, 44, 0.7);
 
-	t->egress = true;
+	t->dir = TUNE_EGRESS;
 	t->unshaped = step(0, 1234567.8, 120.25, 180.75, 1, 17, 0.734);
 	t->steps = g_array_new(FALSE, TRUE, sizeof(struct tune_step));
 	g_array_append_val(t->steps, s1);
@@ -87,6 +88,7 @@ static void fab_failed(struct tune_run *t)
 /* ingress, stopped before the first measurement */
 static void fab_error(struct tune_run *t)
 {
+	t->dir = TUNE_INGRESS;
 	t->steps = g_array_new(FALSE, TRUE, sizeof(struct tune_step));
 	tune_search_init(&t->search, NULL);
 	snprintf(t->failure, sizeof(t->failure), "no route to the probe target (10.0.0.1): "

@@ -40,6 +40,7 @@ extern const char serve_usage[], tune_usage[];
 /* tune's words (cmd-tune.c), parsed without I/O. */
 struct tune_args {
 	bool egress, ingress; /* directions to tune (egress alone by default) */
+	bool server_download; /* client download: the download, shaped at the server */
 	const char *server; /* HOST[:PORT] running wgshape serve */
 	const char *download_url, *upload_url, *ping_host; /* or any HTTP server and ICMP */
 	uint32_t target_us; /* 0: the defaults (5 ms median, 15 ms p95) */

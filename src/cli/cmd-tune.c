@@ -8,10 +8,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <glib.h>
 
+#include "channel/client.h"
 #include "cli/cli.h"
+#include "config/config.h"
 #include "measure/measure.h"
 #include "proto/tune.h"
 #include "netlink/kernel.h"
@@ -26,13 +30,17 @@
 #include "util/print.h"
 
 const char tune_usage[] =
-	"Usage: wgshape [-j] tune IFACE [egress|ingress|both] [server HOST[:PORT]]\n"
+	"Usage: wgshape [-j] tune IFACE [egress|ingress|both|client download]\n"
+	"                   [server HOST[:PORT]]\n"
 	"                   [download URL] [upload URL] [ping HOST] [target TIME]\n"
 	"                   [streams N] [ipv4|ipv6] [save] [plot FILE]\n"
 	"\n"
 	"Find the highest rate whose latency under load stays at the idle level.\n"
 	"  egress      upload from this host, shaped by cake on IFACE (the default)\n"
 	"  ingress     download to this host, shaped through IFACE's IFB\n"
+	"  client download   download to this host, shaped at the VPN server for this\n"
+	"              peer: each step asks the server's wgshape daemon for the rate\n"
+	"              (the rate channel; it needs client-download = yes there)\n"
 	"  server      the far end runs `wgshape serve` (HTTP load and a UDP echo, port 4780)\n"
 	"  download, upload, ping   or any HTTP server (a large file, a POST sink) and ICMP\n"
 	"  target      added latency allowed: median TIME, 95th percentile 3 x TIME (5ms)\n"
@@ -122,9 +130,12 @@ static int far_end_check(const struct tune_args *a, char *err, size_t errlen)
 				      "download URL / upload URL");
 		return -EINVAL;
 	}
-	if (!a->server && ((a->egress && !a->upload_url) || (a->ingress && !a->download_url))) {
+	if (!a->server && ((a->egress && !a->upload_url) ||
+			   ((a->ingress || a->server_download) && !a->download_url))) {
 		snprintf(err, errlen, "%s needs %s URL",
-			 a->egress && !a->upload_url ? "egress" : "ingress",
+			 a->egress && !a->upload_url ? "egress" :
+			 a->ingress		     ? "ingress" :
+						       "client download",
 			 a->egress && !a->upload_url ? "upload" : "download");
 		return -EINVAL;
 	}
@@ -141,10 +152,21 @@ int tune_args_parse(int argc, char **argv, struct tune_args *out, char *err, siz
 		const char **dst;
 		long n;
 
-		if (!strcmp(w, "egress") || !strcmp(w, "ingress") || !strcmp(w, "both")) {
+		if (!strcmp(w, "egress") || !strcmp(w, "ingress") || !strcmp(w, "both") ||
+		    !strcmp(w, "client")) {
+			if (!strcmp(w, "client") && (!v || strcmp(v, "download") != 0)) {
+				snprintf(err, errlen, "client: expected client download (the download, "
+					 "shaped at the server)");
+				return -EINVAL;
+			}
 			if (!dir_given)
 				a.egress = a.ingress = false;
 			dir_given = true;
+			if (!strcmp(w, "client")) {
+				a.server_download = true;
+				i++;
+				continue;
+			}
 			a.egress |= strcmp(w, "ingress") != 0;
 			a.ingress |= strcmp(w, "egress") != 0;
 			continue;
@@ -296,8 +318,7 @@ static int opts_from_args(const struct tune_args *a, const struct cli *cli, cons
 		.ifname = ifname,
 		.ifindex = ifindex,
 		.statedir = cli->statedir,
-		.egress = a->egress,
-		.ingress = a->ingress,
+		.dirs = { a->egress, a->ingress, a->server_download },
 		.serve = a->server != NULL,
 		.host = a->ping_host,
 		.download_url = a->download_url,
@@ -316,18 +337,51 @@ static int opts_from_args(const struct tune_args *a, const struct cli *cli, cons
 	return 0;
 }
 
-/* Egress, then ingress, as asked, each reported as it ends; they go into done[]. */
+/*
+ * The rate channel's server for client download: the rate server the
+ * configuration's profiles name, else tune's own server when it is an
+ * address, else the tunnel's only peer (rate_client_server()).
+ */
+static int rate_server_for(const struct cli *cli, struct netlink *nl, struct tune_opts *o,
+			   char addr[INET6_ADDRSTRLEN])
+{
+	g_autoptr(config_t) cfg = NULL;
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+	const char *server = NULL;
+	char why[192];
+	uint8_t a[16];
+
+	cfg = cli->config_path || access(CONFIG_DEFAULT_PATH, F_OK) == 0 ?
+		      config_load_logged(cli->config_path) : config_new();
+	if (!cfg)
+		return -EINVAL;
+	config_networks_for(cfg, o->ifname, profs);
+	for (guint i = 0; i < profs->len && !server; i++)
+		server = ((const struct conf_section *)profs->pdata[i])->net.server;
+	if (!server && o->serve && inet_pton(strchr(o->host, ':') ? AF_INET6 : AF_INET, o->host,
+					      a) == 1)
+		server = o->host;
+	o->rate_port = cfg->rate_port ? cfg->rate_port : RATE_PORT;
+	if (rate_client_server(nl, o->ifname, server, addr, why, sizeof(why)) < 0) {
+		log_err("tune %s client download: %s", o->ifname, why);
+		return -EINVAL;
+	}
+	o->rate_server = addr;
+	return 0;
+}
+
+/* Egress, ingress, then the server's, as asked, each reported as it ends; into done[]. */
 static int run_directions(struct netlink *nl, const struct tune_opts *o, struct tune_run *runs,
 			  struct tune_run **done, size_t *n)
 {
 	int status = EXIT_OK, r = 0;
 
-	for (int d = 0; d < 2 && r == 0; d++) {
+	for (int d = 0; d < TUNE_DIRS && r == 0; d++) {
 		struct tune_run *t = &runs[d];
 
-		if (!(d == 0 ? o->egress : o->ingress))
+		if (!o->dirs[d])
 			continue;
-		r = tune_run_direction(t, nl, o, d == 0);
+		r = tune_run_direction(t, nl, o, (enum tune_dir)d);
 		done[(*n)++] = t;
 		if (r < 0 || t->search.phase == TUNE_FAILED)
 			status = EXIT_FAIL;
@@ -356,7 +410,8 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 {
 	struct tune_args a;
 	struct tune_opts o;
-	struct tune_run runs[2] = { 0 }, *done[2];
+	struct tune_run runs[TUNE_DIRS] = { 0 }, *done[TUNE_DIRS];
+	char rate_server[INET6_ADDRSTRLEN];
 	struct netlink *nl = NULL;
 	g_autofree char *host = NULL;
 	size_t n = 0;
@@ -374,6 +429,8 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 	print_open_array(NULL);
 	if (opts_from_args(&a, cli, argv[1], ifindex, &o, &host) < 0)
 		status = EXIT_USAGE;
+	else if (a.server_download && rate_server_for(cli, nl, &o, rate_server) < 0)
+		status = EXIT_FAIL;
 	else
 		status = run_directions(nl, &o, runs, done, &n);
 	print_close_array();
@@ -381,8 +438,8 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 		status = keep_result(&a, cli, nl, argv[1], done, n);
 	print_end();
 
-	tune_run_clear(&runs[0]);
-	tune_run_clear(&runs[1]);
+	for (int d = 0; d < TUNE_DIRS; d++)
+		tune_run_clear(&runs[d]);
 	state_release(cli->statedir, argv[1]);
 	netlink_close(nl);
 	return status;

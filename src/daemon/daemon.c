@@ -667,8 +667,8 @@ static gboolean on_renew(gpointer data)
 		char said[256];
 		int r;
 
-		if (d->only && strcmp(d->only, name) != 0)
-			continue;
+		if ((d->only && strcmp(d->only, name) != 0) || held(d, name))
+			continue; /* not ours, or a tune is asking the server itself */
 		if (rate_record_load(d->opts->statedir, name, &old) < 0 ||
 		    !rate_record_due(&old, now))
 			continue;

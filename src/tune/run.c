@@ -44,7 +44,9 @@ void tune_catch_signals(void)
 
 const char *tune_run_dir(const struct tune_run *t)
 {
-	return t->egress ? "egress" : "ingress";
+	static const char *const names[TUNE_DIRS] = { "egress", "ingress", "download" };
+
+	return names[t->dir];
 }
 
 /* The kernel's view of IFACE's shaping in our direction, and the cake's drops. */
@@ -54,10 +56,21 @@ static int read_dir(struct tune_run *t, struct tune_before *out, uint64_t *drops
 	const struct shape_dir_view *d;
 	int r;
 
+	if (t->dir == TUNE_SERVER) {
+		/* The server shapes: what this host asked it for is what to put back. */
+		if (out) {
+			memset(out, 0, sizeof(*out));
+			out->had_record = rate_record_load(t->o->statedir, t->o->ifname,
+							   &out->record) == 0;
+		}
+		if (drops)
+			*drops = 0; /* the server's cake's, not known here */
+		return 0;
+	}
 	r = shape_view(t->nl, t->o->statedir, t->o->ifname, &v);
 	if (r < 0)
 		return r;
-	d = t->egress ? &v.egress : &v.ingress;
+	d = t->dir == TUNE_EGRESS ? &v.egress : &v.ingress;
 	if (out) {
 		memset(out, 0, sizeof(*out));
 		out->shaped = d->shaped && d->managed;
@@ -88,7 +101,7 @@ static int shape_dir(struct tune_run *t, enum dir_action act, uint64_t rate, con
 				CAKE_HAS_DIFFSERV | CAKE_HAS_NAT | CAKE_HAS_WASH |
 				CAKE_HAS_ACK_FILTER | CAKE_HAS_MEMLIMIT;
 	}
-	if (t->egress) {
+	if (t->dir == TUNE_EGRESS) {
 		req.egress = act;
 		req.egress_rate = rate;
 	} else {
@@ -99,6 +112,47 @@ static int shape_dir(struct tune_run *t, enum dir_action act, uint64_t rate, con
 	return shape_set(t->nl, t->o->statedir, t->o->ifname, &req);
 }
 
+/* The unshaped control at the server: more than any line (its class is then no limit). */
+#define SERVER_UNLIMITED 12500000000ull
+
+/*
+ * The server's rate for this peer (0: the control, as unlimited as the
+ * server allows), asked through the rate channel. A step must get the rate
+ * it asked for: clamped by the server's download-min/-max, the run stops.
+ */
+static int ask_server(struct tune_run *t, uint64_t rate, const char *source, bool restoring)
+{
+	struct rate_record rec;
+	char said[256], b[UNITS_BUFSZ];
+	uint64_t want = restoring || rate ? rate : SERVER_UNLIMITED;
+	int r;
+
+	r = rate_client_request(t->o->statedir, t->o->ifname, t->o->rate_server, t->o->rate_port,
+				want, source, &rec);
+	if (r == -ETIMEDOUT) {
+		snprintf(t->failure, sizeof(t->failure), "no answer from %s port %u (is wgshape "
+			 "daemon running there, with the rate port open on the tunnel?)",
+			 t->o->rate_server, t->o->rate_port);
+		return r;
+	}
+	if (r < 0) {
+		snprintf(t->failure, sizeof(t->failure), "asking %s: %s", t->o->rate_server,
+			 strerror(-r));
+		return r;
+	}
+	if (rec.status == RATE_APPLIED || rec.status == RATE_DEFAULT || restoring)
+		return 0;
+	if (rec.status == RATE_CLAMPED && !rate) {
+		format_rate(b, sizeof(b), rec.rate);
+		print_text("  (the server allows this peer at most %s: the control is shaped "
+			   "there)\n", b);
+		return 0;
+	}
+	rate_record_describe(&rec, said, sizeof(said));
+	snprintf(t->failure, sizeof(t->failure), "the server %s: %s", t->o->rate_server, said);
+	return rec.status == RATE_CLAMPED ? -ERANGE : -EPERM;
+}
+
 /*
  * A step's rate; 0 is cake unlimited, the unshaped control: the queue then
  * builds at the bottleneck as with no shaping, while the qdisc, its handle
@@ -107,7 +161,8 @@ static int shape_dir(struct tune_run *t, enum dir_action act, uint64_t rate, con
  */
 static int set_rate(struct tune_run *t, uint64_t rate)
 {
-	return shape_dir(t, DIR_SET, rate, "tune (running)");
+	return t->dir == TUNE_SERVER ? ask_server(t, rate, "tune (running)", false) :
+				       shape_dir(t, DIR_SET, rate, "tune (running)");
 }
 
 /* What became of IFACE while tune ran. */
@@ -140,6 +195,8 @@ static enum link_fate link_fate(struct tune_run *t)
  */
 static void forget_gone(struct tune_run *t)
 {
+	if (t->dir == TUNE_SERVER)
+		return; /* nothing of ours here: the server's lease lapses */
 	if (t->before_read && !t->before.had_state)
 		shape_clear(t->nl, t->o->statedir, t->o->ifname);
 }
@@ -148,6 +205,15 @@ static void forget_gone(struct tune_run *t)
 static int restore(struct tune_run *t)
 {
 	const struct tune_before *b = &t->before;
+
+	if (t->dir == TUNE_SERVER) {
+		bool leased = b->had_record && (b->record.status == RATE_APPLIED ||
+						b->record.status == RATE_CLAMPED);
+
+		/* What was asked before (a lease), or else the server's own rate. */
+		return ask_server(t, leased ? b->record.asked : 0,
+				  leased ? b->record.source : "tune (ended)", true);
+	}
 
 	if (!b->shaped)
 		return shape_dir(t, DIR_OFF, 0, NULL);
@@ -200,8 +266,9 @@ static int measure(struct tune_run *t, unsigned int streams, unsigned int ms,
 	mc.probe = t->o->serve ? MEASURE_PROBE_UDP : MEASURE_PROBE_ICMP;
 	mc.probe_host = t->o->host;
 	mc.probe_port = t->o->port;
-	mc.load = !streams ? MEASURE_LOAD_NONE : t->egress ? MEASURE_LOAD_UPLOAD
-							   : MEASURE_LOAD_DOWNLOAD;
+	mc.load = !streams		? MEASURE_LOAD_NONE :
+		  t->dir == TUNE_EGRESS ? MEASURE_LOAD_UPLOAD :
+					  MEASURE_LOAD_DOWNLOAD;
 	mc.url = t->url;
 	mc.streams = streams ? streams : 1;
 	mc.progress = progress;
@@ -365,7 +432,10 @@ static int run(struct tune_run *t)
 
 	print_text("\n%s %s (%s): %u streams, steps of %.0f s, confirmations of %.0f s\n",
 		   t->o->ifname, tune_run_dir(t),
-		   t->egress ? "upload from this host" : "download to this host", t->o->streams,
+		   t->dir == TUNE_EGRESS ? "upload from this host" :
+		   t->dir == TUNE_INGRESS ? "download to this host, shaped here" :
+					    "download to this host, shaped at the server",
+		   t->o->streams,
 		   t->search.p.step_ms / 1000.0, t->search.p.confirm_ms / 1000.0);
 	r = measure_unshaped(t);
 	if (r == 0)
@@ -383,14 +453,18 @@ static int run(struct tune_run *t)
 	return 0;
 }
 
-static void run_init(struct tune_run *t, struct netlink *nl, const struct tune_opts *o, bool egress)
+static void run_init(struct tune_run *t, struct netlink *nl, const struct tune_opts *o,
+		     enum tune_dir dir)
 {
+	bool upload = dir == TUNE_EGRESS;
+
 	t->o = o;
 	t->nl = nl;
-	t->egress = egress;
+	t->dir = dir;
 	t->tty = isatty(STDERR_FILENO);
 	t->steps = g_array_new(FALSE, TRUE, sizeof(struct tune_step));
-	if (egress) {
+	/* The server shapes before the client's line, as egress does before its own. */
+	if (dir != TUNE_INGRESS) {
 		tune_search_init(&t->search, NULL);
 	} else {
 		struct tune_params p;
@@ -407,19 +481,19 @@ static void run_init(struct tune_run *t, struct netlink *nl, const struct tune_o
 		size_t size = strlen(o->host) + 64; /* the scheme, brackets, port, path, query */
 
 		t->url = g_malloc(size);
-		tune_url(t->url, size, o->host, o->port, egress, 30);
+		tune_url(t->url, size, o->host, o->port, upload, 30);
 	} else
-		t->url = g_strdup(egress ? o->upload_url : o->download_url);
+		t->url = g_strdup(upload ? o->upload_url : o->download_url);
 }
 
 int tune_run_direction(struct tune_run *t, struct netlink *nl, const struct tune_opts *o,
-		       bool egress)
+		       enum tune_dir dir)
 {
 	gint64 t0 = g_get_monotonic_time();
 	enum link_fate fate;
 	int r;
 
-	run_init(t, nl, o, egress);
+	run_init(t, nl, o, dir);
 	r = run(t);
 	t->seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
 	/* A tunnel taken down mid-run is what happened, whatever failed after. */

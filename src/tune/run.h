@@ -14,15 +14,26 @@
 #include <stdint.h>
 #include <glib.h>
 
+#include "channel/client.h"
 #include "netlink/kernel.h"
 #include "tune/tune.h"
+
+/* The directions tune measures. */
+enum tune_dir {
+	TUNE_EGRESS, /* upload from this host: cake on IFACE */
+	TUNE_INGRESS, /* download to this host: cake on IFACE's IFB */
+	TUNE_SERVER, /* download to this host, shaped at the server through the rate channel */
+	TUNE_DIRS,
+};
 
 /* What to tune and against what: the command's words, checked. */
 struct tune_opts {
 	const char *ifname;
 	int ifindex; /* IFACE's when tune began: another one later is not ours */
 	const char *statedir;
-	bool egress, ingress; /* directions to tune */
+	bool dirs[TUNE_DIRS]; /* directions to tune */
+	const char *rate_server; /* TUNE_SERVER: the server's tunnel address */
+	unsigned int rate_port; /* and its rate port */
 	bool serve; /* the far end runs wgshape serve: UDP echo probes, its HTTP load */
 	const char *host; /* the probe target (serve's host, or the ping host) */
 	uint16_t port; /* serve's port */
@@ -38,11 +49,13 @@ struct tune_before {
 	bool had_state; /* wgshape shaped IFACE in either direction */
 	struct cake_opts opts; /* as the kernel reported it */
 	char source[256];
+	bool had_record; /* TUNE_SERVER: what this host had asked the server for */
+	struct rate_record record;
 };
 
 struct tune_run {
 	const struct tune_opts *o;
-	bool egress; /* this direction's run */
+	enum tune_dir dir; /* this run's */
 	struct lat_stats idle;
 	struct tune_step single, unshaped, rule20, final;
 	double single_stream_goodput;
@@ -69,10 +82,10 @@ void tune_catch_signals(void);
  * it is logged.
  */
 int tune_run_direction(struct tune_run *t, struct netlink *nl, const struct tune_opts *o,
-		       bool egress);
+		       enum tune_dir dir);
 void tune_run_clear(struct tune_run *t);
 
-/* "egress" or "ingress" */
+/* "egress", "ingress" or "download" (at the server): the key save writes */
 const char *tune_run_dir(const struct tune_run *t);
 
 #endif

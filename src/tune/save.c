@@ -68,6 +68,12 @@ static int write_tune_conf(const char *conf, const char *group, struct tune_run 
 	for (size_t i = 0; i < n; i++) {
 		if (runs[i]->search.phase != TUNE_DONE)
 			continue;
+		if (runs[i]->dir == TUNE_SERVER && g_str_has_prefix(group, "interface ")) {
+			/* download = is a [network] profile's: what the client asks its server */
+			print_text("not saved: the download at the server is kept in a [network] "
+				   "profile, and none decides %s's shaping\n", runs[i]->o->ifname);
+			continue;
+		}
 		snprintf(value, sizeof(value), "%" PRIu64 "kbit",
 			 runs[i]->search.result * 8 / 1000);
 		g_key_file_set_string(kf, group, tune_run_dir(runs[i]), value);

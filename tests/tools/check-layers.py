@@ -24,7 +24,8 @@ LAYERS = {
     "daemon": {"config", "channel", "proto", "nm", "shape", "netlink", "profile", "util"},
     "measure": {"proto", "util"},
     "serve": {"proto", "netlink", "util"},
-    "tune": {"measure", "serve", "proto", "config", "nm", "shape", "netlink", "profile", "util"},
+    "tune": {"measure", "serve", "proto", "config", "channel", "nm", "shape", "netlink", "profile",
+             "util"},
     "cli": {"daemon", "channel", "tune", "measure", "serve", "proto", "config", "nm", "shape", "netlink",
             "profile", "util"},
 }

@@ -24,6 +24,13 @@
 #                             python3 POST sink (upload), ping for latency
 #   scenario-tune.sh deep     egress on a deep buffer (3.6 s), 40 ms each way; then
 #                             iperf3 + ping for 25 s (a slowly growing queue shows)
+#   scenario-tune.sh client   tune cli's download shaped at srv (`tune wg0 client
+#                             download`: each step asks srv's daemon through the
+#                             rate channel); no save: srv back at the configured
+#                             rate; then srv's class at the result, iperf3 -R + ping
+#   scenario-tune.sh compare  (benchmark) the same line tuned both ways, client
+#                             download (at the server) and ingress (IFB at cli),
+#                             each checked with iperf3 -R + ping: figures only
 #   scenario-tune.sh daemon   cli runs `wgshape daemon` enforcing 30% of the line
 #                             on wg0: a SIGKILLed tune (the daemon puts it back when
 #                             it ends), then tune save (measures the line; the
@@ -125,6 +132,18 @@ search_step() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# wait_drained: until the line's queues (netem on both veth ends) are empty,
+# 15 s at most: a deep buffer takes seconds to drain after a load.
+wait_drained() {
+	local i
+	for i in $(seq 1 150); do
+		inns srv tc -s qdisc show dev veth-srv | grep -q 'backlog 0b 0p' &&
+			inns cli tc -s qdisc show dev veth-cli | grep -q 'backlog 0b 0p' && return 0
+		sleep 0.1
+	done
+	info "the line's queues were not empty after 15 s"
 }
 
 # ---- parts ------------------------------------------------------------------
@@ -426,7 +445,7 @@ part_deep() {
 	step "unshaped upload through the deep line"
 	idle_rtt cli "$SRV_TUN4"
 	unshaped cli "$SRV_TUN4"
-	sleep 4 # the buffer drains before tune's idle measurement
+	wait_drained # before tune's idle measurement
 
 	step "tune wg0 egress on the deep line, no save"
 	tune_then_verify_deep
@@ -443,10 +462,88 @@ tune_then_verify_deep() {
 	expect_same_snapshot "tune egress (deep line) without save" "$before" "$after"
 	FIGURES+=("deep line $LINE_RATE, $LINE_DELAY each way, $LINE_LIMIT packets: tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
 	[ -n "$TUNED" ] || return 0
-	sleep 4
+	wait_drained
 	step "iperf3 upload + ping for 25 s with wg0 egress at $TUNED"
 	expect_wgshape_ok cli set wg0 egress "$TUNED"
 	LOAD_SECS=25 verify cli "$SRV_TUN4" 85 "deep line (cli upload, 25 s) at $TUNED"
+}
+
+# srv_daemon: srv's `wgshape daemon` lets its peer cli set its download rate
+# (the rate channel), with 20mbit configured for cli: cli's class 1:10 has
+# it before tune and must have it again after.
+srv_daemon() {
+	local i
+	cat >"$LAB_TMP/srv.conf" <<CONF
+[interface wg0]
+client-download = yes
+
+[peer cli]
+public-key = $(cat "$LAB_TMP/cli.pub")
+download = 20mbit
+CONF
+	chmod 600 "$LAB_TMP/srv.conf"
+	ip netns exec srv "$WGSHAPE" -c "$LAB_TMP/srv.conf" daemon >"$LAB_TMP/srv-daemon.log" 2>&1 &
+	SRV_DAEMON=$!
+	for i in $(seq 1 100); do
+		[ "$(htb_class_field srv wg0 1:10 ceil)" = 20Mbit ] && inns srv ss -Hlun 'sport = :4781' | grep -q . && {
+			info "srv: wgshape daemon (pid $SRV_DAEMON), cli's class 1:10 at 20Mbit"
+			return 0
+		}
+		sleep 0.1
+	done
+	die "srv's daemon did not shape cli at 20mbit: $(tail -5 "$LAB_TMP/srv-daemon.log")"
+}
+
+# tune_client_then_verify: cli's download tuned at the server, no save; then
+# srv's class set there by the rate channel, iperf3 -R + ping.
+tune_client_then_verify() {
+	local before after
+	before=$(shaping cli)
+	tune cli tune wg0 client download server "$SRV_TUN4"
+	after=$(shaping cli)
+	expect_tuned_text "tune client download" download
+	expect_same_snapshot "tune client download: cli's own shaping untouched" "$before" "$after"
+	expect_eq "tune client download ended: srv's class for cli back at its configured rate" \
+		20Mbit "$(htb_class_field srv wg0 1:10 ceil)"
+	expect_match "srv's log: every step came through the rate channel" \
+		'asks for [0-9.]+[KMG]?bit: applied' "$(cat "$LAB_TMP/srv-daemon.log")"
+	FIGURES+=("tune client download: tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
+	[ -n "$TUNED" ] || return 0
+	step "iperf3 download to cli + ping with srv's class for cli at $TUNED"
+	expect_wgshape_ok cli set client download "$TUNED"
+	expect_eq "srv's class for cli at the tuned rate" "$TUNED" "$(htb_class_field srv wg0 1:10 ceil)"
+	verify cli "$SRV_TUN4" 90 "client download (shaped at srv) at $TUNED" -R
+	expect_wgshape_ok cli set client download default
+}
+
+part_client() {
+	setup
+	serve_start srv
+	srv_daemon
+	step "unshaped download through the bloated line (srv's class at 20mbit, over the line)"
+	idle_rtt cli "$SRV_TUN4"
+	unshaped cli "$SRV_TUN4" -R
+	step "tune wg0 client download, no save"
+	tune_client_then_verify
+	figures
+	kill "$SRV_DAEMON" 2>/dev/null || true
+}
+
+# Not a check: the same line tuned at the server and at cli's own ingress.
+part_compare() {
+	setup
+	serve_start srv
+	srv_daemon
+	step "unshaped download through the bloated line"
+	idle_rtt cli "$SRV_TUN4"
+	unshaped cli "$SRV_TUN4" -R
+	FIGURES+=("line $LINE_RATE, $LINE_DELAY each way, $LINE_LIMIT packets; unshaped download $(mbit "$UNSHAPED_GOODPUT"), added p50 $UNSHAPED_P50 p95 $UNSHAPED_P95 ms")
+	step "tune wg0 client download (at the server)"
+	tune_client_then_verify
+	step "tune wg0 ingress (an IFB at cli)"
+	tune_then_verify cli ingress "$SRV_TUN4" 85 "tune ingress"
+	figures
+	kill "$SRV_DAEMON" 2>/dev/null || true
 }
 
 # Not a check: what iperf3 + ping see with cake at a few rates (the truth
@@ -531,7 +628,7 @@ EOF
 }
 
 case "$part" in
-egress | ingress | seed | errors | http | daemon | sweep | deep) "part_$part" "$@" ;;
-*) die "scenario-tune.sh: egress|ingress|seed|errors|http|daemon|deep, not '$part'" ;;
+egress | ingress | seed | errors | http | daemon | sweep | deep | client | compare) "part_$part" "$@" ;;
+*) die "scenario-tune.sh: egress|ingress|seed|errors|http|daemon|deep|client|compare, not '$part'" ;;
 esac
 finish
