@@ -3,31 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "proto/tune.h"
 
 _Static_assert(TUNE_PROBE_SIZE <= TUNE_UDP_MAX, "a probe must fit the echo");
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	for (int i = 3; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	put_be32(p, (uint32_t)(v >> 32));
-	put_be32(p + 4, (uint32_t)v);
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
-}
 
 /* Where the version and type bytes are (tune.h has the whole layout). */
 enum { OFF_VERSION = 12, OFF_TYPE = 13 };

@@ -148,26 +148,6 @@ probe() {
 	info "probe from $ns: $* -> $PROBE${PROBE_MS:+ (first answer after $PROBE_MS ms)}"
 }
 
-# expect_download WHAT RATE_MBIT: iperf3 download (srv -> cli, 2 streams)
-# at most RATE and at least 80% of it; a result too low is measured again
-# (a busy host only ever slows the VM down), up to 3 times.
-expect_download() {
-	local what=$1 r=$2 try got verdict
-	for try in 1 2 3; do
-		got=$(iperf_rate cli "$SRV_TUN4" 5 -P 2 -R)
-		verdict=$(awk -v f="$got" -v r="$r" 'BEGIN {
-			if (f > r * 1e6) print "high"; else if (f < r * 0.8e6) print "low"; else print "ok" }')
-		case "$verdict" in
-		ok)
-			pass "$what: download $(mbit "$got") (<= $r Mbit/s, >= 80% of it)"
-			return 0
-			;;
-		high) break ;;
-		esac
-		[ "$try" = 3 ] || info "try $try: $(mbit "$got"), under 80% of $r Mbit/s: measuring again"
-	done
-	fail "$what: download $(mbit "$got"), expected <= $r Mbit/s and >= 80% of it"
-}
 
 # write_conf [EXTRA-INTERFACE-LINES] with LEASE / PORT set
 write_conf() {

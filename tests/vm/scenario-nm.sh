@@ -631,25 +631,6 @@ SRV_DPID=''
 RC='' RATE_CAP=0 RATE_LIMIT_MS=1000
 RATE_FIG=()
 
-# expect_download WHAT RATE_MBIT: iperf3 download (srv -> cli, 2 streams) at
-# most RATE and at least 80% of it; one too low is measured again (up to 3).
-expect_download() {
-	local what=$1 r=$2 try got verdict
-	for try in 1 2 3; do
-		got=$(iperf_rate cli "$SRV_TUN4" 5 -P 2 -R)
-		verdict=$(awk -v f="$got" -v r="$r" 'BEGIN {
-			if (f > r * 1e6) print "high"; else if (f < r * 0.8e6) print "low"; else print "ok" }')
-		case "$verdict" in
-		ok)
-			pass "$what: download $(mbit "$got") (<= $r Mbit/s, >= 80% of it)"
-			return 0
-			;;
-		high) break ;;
-		esac
-		[ "$try" = 3 ] || info "try $try: $(mbit "$got"), under 80% of $r Mbit/s: measuring again"
-	done
-	fail "$what: download $(mbit "$got"), expected <= $r Mbit/s and >= 80% of it"
-}
 
 # switch_to WHO NAME CEIL [MBIT]: nmcli up NAME; srv's class for cli must
 # reach CEIL (tc's spelling: 40Mbit), timed from the start of nmcli and from
