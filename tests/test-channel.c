@@ -18,6 +18,7 @@
 #include "safe-tmp.h"
 #include "channel/lease.h"
 #include "channel/policy.h"
+#include "shape/units.h"
 #include "shape/peers.h"
 
 #define check(cond, ...)                                  \
@@ -205,14 +206,19 @@ static void test_policy(void)
 		{ "at max", { true, 1000, 9000, 0 }, 9000, RATE_APPLIED, 9000 },
 		{ "clamped high", { true, 1000, 9000, 0 }, 9001, RATE_CLAMPED, 9000 },
 		{ "clamped high, huge", { true, 1000, 9000, 0 }, UINT64_MAX, RATE_CLAMPED, 9000 },
-		{ "no bounds, 1", { true, 0, 0, 0 }, 1, RATE_APPLIED, 1 },
-		{ "no bounds, huge", { true, 0, 0, 0 }, UINT64_MAX, RATE_APPLIED, UINT64_MAX },
-		{ "min only, below", { true, 500, 0, 0 }, 499, RATE_CLAMPED, 500 },
-		{ "min only, far above", { true, 500, 0, 0 }, UINT64_MAX, RATE_APPLIED, UINT64_MAX },
-		{ "max only, above", { true, 0, 500, 0 }, 501, RATE_CLAMPED, 500 },
-		{ "max only, below", { true, 0, 500, 0 }, 1, RATE_APPLIED, 1 },
+		{ "no bounds, 1", { true, 0, 0, 0 }, 1, RATE_CLAMPED, RATE_LEAST },
+		{ "no bounds, the least", { true, 0, 0, 0 }, RATE_LEAST, RATE_APPLIED, RATE_LEAST },
+		{ "no bounds, huge", { true, 0, 0, 0 }, UINT64_MAX, RATE_CLAMPED, RATE_MAX_BYTES },
+		{ "no bounds, the most", { true, 0, 0, 0 }, RATE_MAX_BYTES, RATE_APPLIED,
+		  RATE_MAX_BYTES },
+		{ "min only, below", { true, 5000, 0, 0 }, 4999, RATE_CLAMPED, 5000 },
+		{ "min only, far above", { true, 5000, 0, 0 }, UINT64_MAX, RATE_CLAMPED,
+		  RATE_MAX_BYTES },
+		{ "max only, above", { true, 0, 5000, 0 }, 5001, RATE_CLAMPED, 5000 },
+		{ "max only, below", { true, 0, 5000, 0 }, 2000, RATE_APPLIED, 2000 },
+		{ "max only, under the least", { true, 0, 5000, 0 }, 1, RATE_CLAMPED, RATE_LEAST },
 		/* bounds the wrong way round: the ceiling holds */
-		{ "min above max", { true, 900, 100, 0 }, 50, RATE_CLAMPED, 100 },
+		{ "min above max", { true, 9000, 2000, 0 }, 1500, RATE_CLAMPED, 2000 },
 	};
 
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {

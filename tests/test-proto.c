@@ -595,8 +595,12 @@ static void test_rate_accept(void)
 		{ RATE_MSG_SIZE, 65535, true },
 	};
 
+	/* the port the server runs on, not the default */
+	check(!rate_accept(RATE_MSG_SIZE, 5000, 5000), "from the server's own port 5000");
+	check(rate_accept(RATE_MSG_SIZE, RATE_PORT, 5000), "from 4781 to a server on 5000");
+
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
-		check(rate_accept(cases[i].len, cases[i].from) == cases[i].want,
+		check(rate_accept(cases[i].len, cases[i].from, RATE_PORT) == cases[i].want,
 		      "%zu bytes from port %u: want %s", cases[i].len, cases[i].from,
 		      cases[i].want ? "taken" : "dropped");
 }

@@ -95,7 +95,7 @@ bool rate_record_due(const struct rate_record *r, int64_t now_boot)
 {
 	int64_t every = RATE_RENEW_S;
 
-	if (r->status == RATE_NONE)
+	if (r->status == RATE_NONE || r->status == RATE_FAILED)
 		return now_boot - r->at_boot >= (int64_t)RATE_RENEW_S / 4;
 	if (r->status != RATE_APPLIED && r->status != RATE_CLAMPED)
 		return false; /* no lease to keep */

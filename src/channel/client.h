@@ -16,6 +16,8 @@
 #include "proto/rate.h"
 
 #define RATE_RECORD_SUFFIX ".client"
+/* the source of a request made by `wgshape set client` (renewed as it is) */
+#define RATE_SOURCE_SET "set"
 /* tries, and how long each waits for the answer */
 #define RATE_TRIES 3
 #define RATE_WAIT_MS 400

@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <glib.h>
 
 #include "channel/policy.h"
 #include "shape/peers.h"
+#include "shape/units.h"
 
 static bool peer_holds(const struct wg_peer *p, const struct tc_prefix *host)
 {
@@ -54,6 +56,8 @@ enum rate_status rate_policy_apply(const struct rate_policy *pol, uint64_t asked
 	/* after min: with bounds the wrong way round, the ceiling still holds */
 	if (pol->max && g > pol->max)
 		g = pol->max;
+	/* what every rate of wgshape's stays within, bounds or not */
+	g = CLAMP(g, RATE_LEAST, RATE_MAX_BYTES);
 	*granted = g;
 	return g == asked ? RATE_APPLIED : RATE_CLAMPED;
 }

@@ -36,11 +36,15 @@ struct rate_policy {
 	uint64_t fallback; /* the configured download rate; 0: none */
 };
 
+/* The least rate a client is granted, bounds or not: 8 kbit/s (bytes/s). */
+#define RATE_LEAST 1000u
+
 /*
  * The answer to a request for asked bytes/s (0: the server's own rate) under
- * pol: RATE_REFUSED when not allowed (*granted untouched); RATE_DEFAULT for 0 (*granted =
- * fallback); RATE_CLAMPED with *granted at the bound it crossed; else
- * RATE_APPLIED with *granted = asked.
+ * pol: RATE_REFUSED when not allowed (*granted untouched); RATE_DEFAULT for
+ * 0 (*granted = fallback); RATE_CLAMPED with *granted at the bound it
+ * crossed (the policy's, or RATE_LEAST and RATE_MAX_BYTES, which hold for
+ * every rate); else RATE_APPLIED with *granted = asked.
  */
 enum rate_status rate_policy_apply(const struct rate_policy *pol, uint64_t asked,
 				   uint64_t *granted);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <linux/filter.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,16 +18,51 @@
 
 /* Every datagram costs two netlink dumps: at most this many a second, from everyone. */
 #define SERVER_PER_SECOND 100
+/* Sources remembered for the early per-source limit; past it, the table starts again. */
+#define SOURCES_MAX 4096
 
 struct rate_server {
 	struct netlink *nl;
 	int fd[2]; /* AF_INET, AF_INET6 */
+	unsigned int port;
 	rate_decide_fn decide;
 	void *ud;
-	GHashTable *buckets; /* "ifname/key" -> struct rate_bucket */
+	GHashTable *buckets; /* "ifname/key" -> struct rate_bucket: per peer */
+	GHashTable *sources; /* "ifindex/address" -> struct rate_bucket: before the dumps */
+	GHashTable *kinds; /* ifindex -> struct link_kind: is it WireGuard, as last looked */
 	gint64 second; /* the second (monotonic) counted ... */
 	unsigned int in_second; /* ... and the datagrams handled in it */
 };
+
+/* What an interface was when last looked at (at most a second ago). */
+struct link_kind {
+	bool wireguard;
+	gint64 at; /* monotonic, µs */
+};
+
+/*
+ * Datagrams the host sends to itself arrive on the loopback device, but
+ * IP_PKTINFO names the interface that holds the address they were sent to:
+ * a local process could pass for a peer (an IPv6 socket with IP_FREEBIND
+ * sends from any address, no privilege needed). This filter, run by the
+ * kernel on the device the packet really came in on, drops them.
+ */
+static int drop_loopback(int fd)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_IFINDEX)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+		BPF_STMT(BPF_RET | BPF_K, 0xffffffffu),
+	};
+	struct sock_fprog prog = { .len = G_N_ELEMENTS(code), .filter = code };
+	unsigned int lo = if_nametoindex("lo");
+
+	if (!lo)
+		return -ENODEV;
+	code[1].k = lo;
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ? -errno : 0;
+}
 
 static int open_one(int family, unsigned int port)
 {
@@ -39,6 +75,12 @@ static int open_one(int family, unsigned int port)
 	fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	one = drop_loopback(fd);
+	if (one < 0) {
+		close(fd);
+		return one;
+	}
+	one = 1;
 	if (family == AF_INET) {
 		a.in.sin_family = AF_INET;
 		a.in.sin_port = htons((uint16_t)port);
@@ -68,6 +110,7 @@ int rate_server_open(struct netlink *nl, unsigned int port, rate_decide_fn decid
 	int r4, r6;
 
 	s->nl = nl;
+	s->port = port;
 	s->decide = decide;
 	s->ud = ud;
 	r4 = s->fd[0] = open_one(AF_INET, port);
@@ -81,6 +124,8 @@ int rate_server_open(struct netlink *nl, unsigned int port, rate_decide_fn decid
 	if (r6 < 0 && r6 != -EAFNOSUPPORT)
 		log_warn("rate channel: IPv6 port %u: %s; IPv4 only", port, strerror(-r6));
 	s->buckets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	s->sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	s->kinds = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	*out = s;
 	return 0;
 }
@@ -99,6 +144,8 @@ void rate_server_close(struct rate_server *s)
 		if (s->fd[i] >= 0)
 			close(s->fd[i]);
 	g_hash_table_unref(s->buckets);
+	g_hash_table_unref(s->sources);
+	g_hash_table_unref(s->kinds);
 	g_free(s);
 }
 
@@ -155,19 +202,61 @@ static int receive(int fd, struct dgram *d)
 	return 0;
 }
 
-/* Is to one of ifindex's own addresses? */
-static bool own_address(struct netlink *nl, int ifindex, int family, const uint8_t *to)
+/*
+ * Was d sent to one of its interface's own addresses, from an address that
+ * is none of this host's (a peer's, not the host talking to itself)?
+ */
+static bool addresses_ok(struct netlink *nl, const struct dgram *d, const uint8_t *from)
 {
 	g_autofree struct addr_info *addrs = NULL;
-	size_t n = 0;
+	size_t n = 0, len = d->family == AF_INET ? 4 : 16;
+	bool to_ok = false;
 
 	if (netlink_addr_list(nl, &addrs, &n) < 0)
 		return false;
-	for (size_t i = 0; i < n; i++)
-		if (addrs[i].ifindex == ifindex && addrs[i].family == family &&
-		    !memcmp(addrs[i].addr, to, family == AF_INET ? 4 : 16))
-			return true;
-	return false;
+	for (size_t i = 0; i < n; i++) {
+		if (addrs[i].family != d->family)
+			continue;
+		if (!memcmp(addrs[i].addr, from, len))
+			return false;
+		to_ok |= addrs[i].ifindex == d->ifindex && !memcmp(addrs[i].addr, d->to, len);
+	}
+	return to_ok;
+}
+
+/* Is ifindex a WireGuard interface? Looked up at most once a second. */
+static bool wireguard_link(struct rate_server *s, int ifindex)
+{
+	struct link_kind *k = g_hash_table_lookup(s->kinds, GINT_TO_POINTER(ifindex));
+	gint64 now = g_get_monotonic_time();
+	struct link_info link;
+
+	if (k && now - k->at < G_USEC_PER_SEC)
+		return k->wireguard;
+	if (!k) {
+		if (g_hash_table_size(s->kinds) >= SOURCES_MAX)
+			g_hash_table_remove_all(s->kinds);
+		k = g_new0(struct link_kind, 1);
+		g_hash_table_insert(s->kinds, GINT_TO_POINTER(ifindex), k);
+	}
+	k->wireguard = netlink_link_get_index(s->nl, ifindex, &link) == 0 &&
+		       !strcmp(link.kind, "wireguard");
+	k->at = now;
+	return k->wireguard;
+}
+
+/* The limit per bucket key (a peer, or a source address), kept in table. */
+static bool bucket_take(GHashTable *table, const char *key)
+{
+	struct rate_bucket *b = g_hash_table_lookup(table, key);
+
+	if (!b) {
+		if (g_hash_table_size(table) >= SOURCES_MAX)
+			g_hash_table_remove_all(table); /* a fresh start beats unbounded memory */
+		b = g_new0(struct rate_bucket, 1);
+		g_hash_table_insert(table, g_strdup(key), b);
+	}
+	return rate_bucket_take(b, (double)g_get_monotonic_time() / G_USEC_PER_SEC);
 }
 
 /* The answer goes back from the address the request was sent to, out of the tunnel. */
@@ -228,20 +317,29 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 	uint16_t port = ntohs(d->family == AF_INET ? d->from.in.sin_port : d->from.in6.sin6_port);
 	const uint8_t *src = d->family == AF_INET ? (const uint8_t *)&d->from.in.sin_addr :
 						    (const uint8_t *)&d->from.in6.sin6_addr;
-	struct rate_msg req, ans = { 0 };
+	struct rate_msg req = { 0 }, ans = { 0 };
 	struct wg_peer *peers = NULL;
 	size_t n = 0;
 	uint8_t out[RATE_MSG_SIZE];
-	g_autofree char *bucket_key = NULL;
-	struct rate_bucket *b;
+	g_autofree char *bucket_key = NULL, *source_key = NULL;
 	int r, who;
 
 	/* Cheap checks first: a datagram no client sends costs nothing more. */
-	if (!d->ifindex || !rate_accept(d->len, port))
+	if (!d->ifindex || !rate_accept(d->len, port, (uint16_t)s->port))
 		return;
 	r = rate_msg_parse(d->buf, d->len, &req);
 	if ((r < 0 && r != -EPROTONOSUPPORT) || req.type != RATE_REQUEST)
 		return; /* never answer an answer: no loops between two daemons */
+	/* Only then the budgets, so that nothing from outside the tunnels spends them. */
+	if (!wireguard_link(s, d->ifindex))
+		return;
+	addr_str((const struct sockaddr *)&d->from, false, from, sizeof(from));
+	source_key = g_strdup_printf("%d/%s", d->ifindex, from);
+	if (!bucket_take(s->sources, source_key)) {
+		log_debug("rate channel: ifindex %d: source %s asks too often; dropped",
+			  d->ifindex, from);
+		return;
+	}
 	if (!server_take(s) || !if_indextoname((unsigned int)d->ifindex, ifname))
 		return;
 	addr_str((const struct sockaddr *)&d->from, true, from, sizeof(from));
@@ -251,24 +349,20 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 		return;
 	}
 	who = peer_by_source(peers, n, d->family, src);
-	if (who >= 0 && !own_address(s->nl, d->ifindex, d->family, d->to))
+	if (who >= 0 && !addresses_ok(s->nl, d, src))
 		who = -EADDRNOTAVAIL;
 	if (who < 0) {
 		log_debug("rate channel: %s: request from %s: %s; dropped", ifname, from,
 			  who == -ENOTUNIQ ? "in more than one peer's AllowedIPs" :
-			  who == -EADDRNOTAVAIL ? "not to the interface's own address" :
+			  who == -EADDRNOTAVAIL ? "not to the interface's own address, or from "
+						  "this host" :
 						  "in no peer's AllowedIPs");
 		wg_peers_free(peers, n);
 		return;
 	}
 	wg_key_to_base64(peers[who].key, keytext);
 	bucket_key = g_strdup_printf("%s/%s", ifname, keytext);
-	b = g_hash_table_lookup(s->buckets, bucket_key);
-	if (!b) {
-		b = g_new0(struct rate_bucket, 1);
-		g_hash_table_insert(s->buckets, g_strdup(bucket_key), b);
-	}
-	if (!rate_bucket_take(b, (double)g_get_monotonic_time() / G_USEC_PER_SEC)) {
+	if (!bucket_take(s->buckets, bucket_key)) {
 		log_debug("rate channel: %s: peer %s asks too often; dropped", ifname, keytext);
 		wg_peers_free(peers, n);
 		return;

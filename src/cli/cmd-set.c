@@ -229,7 +229,8 @@ static int set_client(const char *ifname, int argc, char **argv, const struct cl
 	netlink_close(nl);
 	if (r < 0)
 		return EXIT_FAIL;
-	r = rate_client_request(cli->statedir, iface, addr, cfg->rate_port, rate, "set", &rec);
+	r = rate_client_request(cli->statedir, iface, addr, cfg->rate_port, rate, RATE_SOURCE_SET,
+				&rec);
 	if (r < 0 && r != -ETIMEDOUT) {
 		log_err("set %s client: asking %s: %s", iface, addr,
 			r == -ENOKEY ? "no peer of the tunnel has that address in its AllowedIPs" :

@@ -1175,6 +1175,17 @@ void config_rate_policy(const struct config *cfg, const char *ifname, const uint
 	out->max = r.max;
 }
 
+bool config_client_download(const struct config *cfg, const char *ifname)
+{
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+
+	config_networks_for(cfg, ifname, profs);
+	for (guint i = 0; i < profs->len; i++)
+		if (((const struct conf_section *)profs->pdata[i])->net.download)
+			return true;
+	return false;
+}
+
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out)
 {
 	for (guint i = 0; i < cfg->networks->len; i++) {

@@ -140,6 +140,12 @@ void config_rate_policy(const struct config *cfg, const char *ifname, const uint
 /* The name of key's [peer] section for ifname, or NULL. */
 const char *config_peer_name(const struct config *cfg, const char *ifname, const uint8_t *key);
 
+/*
+ * Does a [network] profile for ifname say download = (so that the client asks
+ * its server for a rate on every network, its own where no profile applies)?
+ */
+bool config_client_download(const struct config *cfg, const char *ifname);
+
 /* The [network] profiles whose interface = names ifname, in file order (appended to out). */
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out);
 

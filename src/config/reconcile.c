@@ -80,18 +80,12 @@ static void client_follow(const struct reconciler *rc, const char *ifname, GPtrA
 	const char *server = c ? c->net.server : NULL;
 	char addr[INET6_ADDRSTRLEN], why[192], source[256], said[256], rate[32];
 	struct rate_record old, rec;
-	bool managed = false;
 	uint64_t want = c ? c->net.download : 0;
 	int r;
 
-	for (guint i = 0; i < profs->len; i++) {
-		const struct conf_section *p = profs->pdata[i];
-
-		managed |= p->net.download != 0;
-		if (!server)
-			server = p->net.server;
-	}
-	if (!managed || !rc->cfg->rate_port)
+	for (guint i = 0; i < profs->len && !server; i++)
+		server = ((const struct conf_section *)profs->pdata[i])->net.server;
+	if (!config_client_download(rc->cfg, ifname) || !rc->cfg->rate_port)
 		return;
 	if (rate_client_server(rc->nl, ifname, server, addr, why, sizeof(why)) < 0) {
 		log_warn("%s: download rate for the server: %s", ifname, why);

@@ -328,9 +328,9 @@ static bool reload(struct daemon *d)
 	port_changed = cfg->rate_port != d->cfg->rate_port;
 	config_free(d->cfg);
 	d->cfg = cfg;
-	if (port_changed) {
+	if (port_changed || !d->rates) {
 		rate_server_stop(d);
-		rate_server_start(d);
+		rate_server_start(d); /* again, also when it could not listen before */
 	}
 	follow_nm(d);
 	peer_poll_maybe(d);
@@ -601,8 +601,12 @@ static void on_rate_request(void *ud, const char *ifname, const uint8_t *key, ui
 	/* now is in whole seconds: one more, so that a lease lasts at least its length */
 	r = lease_put(d->opts->statedir, ifname, key, ans->status == RATE_DEFAULT ? 0 : granted,
 		      now + d->cfg->client_lease + 1, now);
-	if (r == 0)
+	if (r == 0) {
 		r = reconcile_iface(&rc, ifname);
+		/* not shaped as granted: no lease to apply later behind the client's back */
+		if (r < 0 && ans->status != RATE_DEFAULT)
+			lease_put(d->opts->statedir, ifname, key, 0, 0, now);
+	}
 	if (r < 0) {
 		log_err("%s: a client's download rate: %s", ifname, strerror(-r));
 		ans->status = RATE_FAILED;
@@ -653,7 +657,15 @@ static void rate_server_stop(struct daemon *d)
 	g_clear_pointer(&d->rates, rate_server_close);
 }
 
-/* As a client: ask again for what was asked, where its lease is due (or it got no answer). */
+/*
+ * As a client: ask again for what was asked, where its lease is due (or it
+ * got no answer). What `set client` asked is asked again as it was; what a
+ * profile asked, reconciling the tunnel decides (client_follow in
+ * reconcile.c), so that a profile changed or gone since is followed; a
+ * request no profile and no `set` stands behind any more (a tune that was
+ * killed, the profiles' download taken out) is forgotten, and its lease at
+ * the server lapses.
+ */
 static gboolean on_renew(gpointer data)
 {
 	struct daemon *d = data;
@@ -661,6 +673,8 @@ static gboolean on_renew(gpointer data)
 	gpointer name;
 	int64_t now = lease_now();
 
+	if (!d->cfg->rate_port)
+		return G_SOURCE_CONTINUE; /* the configuration turned the channel off */
 	g_hash_table_iter_init(&it, d->names);
 	while (g_hash_table_iter_next(&it, NULL, &name)) {
 		struct rate_record old, rec;
@@ -672,8 +686,18 @@ static gboolean on_renew(gpointer data)
 		if (rate_record_load(d->opts->statedir, name, &old) < 0 ||
 		    !rate_record_due(&old, now))
 			continue;
-		r = rate_client_request(d->opts->statedir, name, old.server, old.port, old.asked,
-					old.source, &rec);
+		if (strcmp(old.source, RATE_SOURCE_SET) != 0) {
+			if (config_client_download(d->cfg, name)) {
+				schedule(d, name, 0);
+			} else {
+				log_info("%s: nothing asks the server for a download rate any more: "
+					 "its lease there lapses", (const char *)name);
+				rate_record_remove(d->opts->statedir, name);
+			}
+			continue;
+		}
+		r = rate_client_request(d->opts->statedir, name, old.server, d->cfg->rate_port,
+					old.asked, old.source, &rec);
 		if (r < 0 && r != -ETIMEDOUT)
 			continue;
 		rate_record_describe(&rec, said, sizeof(said));

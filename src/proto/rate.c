@@ -82,10 +82,10 @@ int rate_msg_parse(const void *buf, size_t len, struct rate_msg *out)
 	return 0;
 }
 
-bool rate_accept(size_t len, uint16_t from_port)
+bool rate_accept(size_t len, uint16_t from_port, uint16_t own_port)
 {
 	return len >= RATE_MSG_SIZE && len <= RATE_MSG_MAX && from_port >= 1024 &&
-	       from_port != RATE_PORT;
+	       from_port != own_port;
 }
 
 static const char *const status_names[RATE_STATUS_MAX] = {

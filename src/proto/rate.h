@@ -90,12 +90,12 @@ int rate_msg_encode(const struct rate_msg *m, void *buf, size_t size);
 int rate_msg_parse(const void *buf, size_t len, struct rate_msg *out);
 
 /*
- * May the server take a datagram of len bytes from from_port at all? Not one
- * shorter than a message or longer than RATE_MSG_MAX, nor one from a
- * well-known port (below 1024: a service) or from RATE_PORT itself
- * (another daemon's answer socket): a guard against loops with anything.
+ * May the server on own_port take a datagram of len bytes from from_port at
+ * all? Not one shorter than a message or longer than RATE_MSG_MAX, nor one
+ * from a well-known port (below 1024: a service) or from own_port (another
+ * daemon's answer socket): a guard against loops with anything.
  */
-bool rate_accept(size_t len, uint16_t from_port);
+bool rate_accept(size_t len, uint16_t from_port, uint16_t own_port);
 
 /* "applied", "clamped", ... ("?" for a value out of the enum). */
 const char *rate_status_str(enum rate_status s);

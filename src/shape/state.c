@@ -363,7 +363,10 @@ int state_file_write(const char *dir, const char *name, const char *data, size_t
 int state_file_remove(const char *dir, const char *name)
 {
 	g_autofree char *path = g_build_filename(dir, name, NULL);
+	int r = dir_safe(dir);
 
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
 	if (g_unlink(path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;

@@ -76,8 +76,8 @@ static void check_accept(const uint8_t *data, size_t size)
 {
 	uint16_t from = size >= 2 ? (uint16_t)(data[0] << 8 | data[1]) : 0;
 
-	require(rate_accept(size, from) == (size >= RATE_MSG_SIZE && size <= RATE_MSG_MAX &&
-					    from >= 1024 && from != RATE_PORT));
+	require(rate_accept(size, from, RATE_PORT) ==
+		(size >= RATE_MSG_SIZE && size <= RATE_MSG_MAX && from >= 1024 && from != RATE_PORT));
 }
 
 static void check_leases(const uint8_t *data, size_t size)

@@ -106,10 +106,13 @@ p.add_argument("dst"); p.add_argument("--src", default="")
 p.add_argument("--sport", type=int, default=0); p.add_argument("--dev", default="")
 p.add_argument("--type", type=int, default=0); p.add_argument("--rate", type=int, default=0)
 p.add_argument("--count", type=int, default=1); p.add_argument("--wait", type=float, default=1.5)
+p.add_argument("--freebind", action="store_true")
 a = p.parse_args()
 fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
 s = socket.socket(fam, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+if a.freebind:  # send from an address the host does not have: no privilege needed
+    s.setsockopt(socket.IPPROTO_IPV6, 78, 1) if fam == socket.AF_INET6 else s.setsockopt(socket.SOL_IP, 15, 1)
 if a.dev:
     s.setsockopt(socket.SOL_SOCKET, 25, a.dev.encode() + b"\0")  # SO_BINDTODEVICE
 s.bind((a.src, a.sport))
@@ -312,6 +315,15 @@ expect_eq "from port 4781: answers" "answers 0 status none" "$PROBE"
 expect_eq "after all these: cli's class ceil unchanged" 15Mbit "$(class_field "$C1" ceil)"
 probe cli "$SRV_TUN4" --rate "$(rate_bytes 15mbit)"
 expect_eq "control: a well-formed request from cli, same program" "answers 1 status 1" "$PROBE"
+# a process on srv itself passing for cli: the kernel names wg0 as where such
+# a datagram came in (the interface of the address it went to), but it came
+# over the loopback device, which the daemon's socket filter drops
+probe srv "$SRV_TUN6" --src "$CLI_TUN6" --freebind --rate "$(rate_bytes 3mbit)"
+expect_eq "from srv itself, forging cli's tunnel address (IPv6, freebind): answers" \
+	"answers 0 status none" "$PROBE"
+probe srv "$SRV_TUN4" --rate "$(rate_bytes 3mbit)"
+expect_eq "from srv itself, from its own tunnel address: answers" "answers 0 status none" "$PROBE"
+expect_eq "after the local forgeries: cli's class ceil unchanged" 15Mbit "$(class_field "$C1" ceil)"
 # cli2's bucket: full again after 10 s; its last request was a few s ago
 probe cli2 "$SRV_TUN4" --count 20 --wait 2 --rate "$(rate_bytes 9mbit)"
 n=$(awk '{ print $2 }' <<<"$PROBE")
