@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "util/log.h"
+#include "util/text.h"
 #include "netlink/kernel.h"
 #include "shape/overhead.h"
 #include "shape/cake.h"
@@ -190,20 +191,20 @@ static int set_client(const char *ifname, int argc, char **argv, const struct cl
 	}
 	if (strcmp(argv[2], "default") != 0 && (parse_rate(argv[2], &rate) < 0 || !rate)) {
 		log_err("set client download: '%s' is not a rate (a number and a unit, e.g. 20mbit) "
-			"or default", argv[2]);
+			"or default", TEXT_QUOTE(argv[2]));
 		return EXIT_USAGE;
 	}
 	for (int i = 3; i < argc; i += 2) {
 		uint8_t a[16];
 
 		if (strcmp(argv[i], "server") != 0 || i + 1 >= argc) {
-			log_err("set client download: '%s': expected server ADDR", argv[i]);
+			log_err("set client download: '%s': expected server ADDR", TEXT_QUOTE(argv[i]));
 			return EXIT_USAGE;
 		}
 		server = argv[i + 1];
 		if (inet_pton(strchr(server, ':') ? AF_INET6 : AF_INET, server, a) != 1) {
 			log_err("set client download: server '%s' is not an IPv4 or IPv6 address (the "
-				"server's address inside the tunnel)", server);
+				"server's address inside the tunnel)", TEXT_QUOTE(server));
 			return EXIT_USAGE;
 		}
 	}
