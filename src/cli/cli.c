@@ -9,6 +9,7 @@
 #include <glib.h>
 
 #include "cli/cli.h"
+#include "config/config.h"
 #include "netlink/kernel.h"
 #include "util/log.h"
 #include "shape/state.h"
@@ -50,6 +51,13 @@ bool cli_can_net_admin(const char *ifname)
 	log_err("%s%snot permitted: needs root or CAP_NET_ADMIN", ifname ? ifname : "",
 		ifname ? ": " : "");
 	return false;
+}
+
+struct config *cli_config_optional(const struct cli *cli)
+{
+	if (!cli->config_path && access(CONFIG_DEFAULT_PATH, F_OK) < 0)
+		return config_new();
+	return config_load_logged(cli->config_path);
 }
 
 int cli_netlink_open(struct netlink **nl)

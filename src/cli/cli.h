@@ -64,6 +64,14 @@ bool ifname_ok_or_say(const char *name);
  */
 bool cli_can_net_admin(const char *ifname);
 
+/*
+ * The configuration (-c FILE, else the default) for a command that only
+ * reads a setting from it: a missing default file is no matter (an empty
+ * configuration, no warning). NULL (logged) when it is not usable.
+ */
+struct config;
+struct config *cli_config_optional(const struct cli *cli);
+
 /* netlink_open(), saying why on one line when it fails. */
 int cli_netlink_open(struct netlink **nl);
 

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "channel/client.h"
 #include "cli/cli.h"
@@ -208,9 +207,7 @@ static int set_client(const char *ifname, int argc, char **argv, const struct cl
 			return EXIT_USAGE;
 		}
 	}
-	/* Only the port is read here: a missing default configuration is no matter. */
-	cfg = cli->config_path || access(CONFIG_DEFAULT_PATH, F_OK) == 0 ?
-		      config_load_logged(cli->config_path) : config_new();
+	cfg = cli_config_optional(cli); /* for the port */
 	if (!cfg)
 		return EXIT_FAIL;
 	if (!cfg->rate_port) {

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <glib.h>
@@ -351,8 +350,7 @@ static int rate_server_for(const struct cli *cli, struct netlink *nl, struct tun
 	char why[192];
 	uint8_t a[16];
 
-	cfg = cli->config_path || access(CONFIG_DEFAULT_PATH, F_OK) == 0 ?
-		      config_load_logged(cli->config_path) : config_new();
+	cfg = cli_config_optional(cli);
 	if (!cfg)
 		return -EINVAL;
 	config_networks_for(cfg, o->ifname, profs);

@@ -81,20 +81,27 @@ static void client_follow(const struct reconciler *rc, const char *ifname, GPtrA
 	char addr[INET6_ADDRSTRLEN], why[192], source[256], said[256], rate[32];
 	struct rate_record old, rec;
 	uint64_t want = c ? c->net.download : 0;
+	bool managed = false;
 	int r;
 
-	for (guint i = 0; i < profs->len && !server; i++)
-		server = ((const struct conf_section *)profs->pdata[i])->net.server;
-	if (!config_client_download(rc->cfg, ifname) || !rc->cfg->rate_port)
+	for (guint i = 0; i < profs->len; i++) {
+		const struct conf_section *p = profs->pdata[i];
+
+		managed |= p->net.download != 0;
+		if (!server)
+			server = p->net.server;
+	}
+	if (!managed || !rc->cfg->rate_port)
+		return;
+	/* Asked already, and not due: nothing to send (nor to look up in the kernel). */
+	if (rate_record_load(rc->statedir, ifname, &old) == 0 && old.asked == want &&
+	    (!server || !strcmp(old.server, server)) && old.port == rc->cfg->rate_port &&
+	    old.status != RATE_NONE && !rate_record_due(&old, lease_now()))
 		return;
 	if (rate_client_server(rc->nl, ifname, server, addr, why, sizeof(why)) < 0) {
 		log_warn("%s: download rate for the server: %s", ifname, why);
 		return;
 	}
-	if (rate_record_load(rc->statedir, ifname, &old) == 0 && old.asked == want &&
-	    !strcmp(old.server, addr) && old.port == rc->cfg->rate_port &&
-	    old.status != RATE_NONE && !rate_record_due(&old, lease_now()))
-		return;
 	if (c)
 		snprintf(source, sizeof(source), SOURCE_NETWORK " '%s' (%s)", c->name, c->where);
 	else

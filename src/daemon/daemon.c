@@ -517,8 +517,13 @@ static void peer_poll_maybe(struct daemon *d)
 
 static gboolean on_lease_end(gpointer data);
 
-/* Wake when the next client's lease ends (none: no timer). */
-static void lease_timer_arm(struct daemon *d)
+/*
+ * One look at every interface's leases: those that ended are said, dropped
+ * and their peers shaped at their configured rates again (also those that
+ * ended while no daemon ran); the timer is set for the next end (none: no
+ * timer).
+ */
+static void leases_sweep(struct daemon *d)
 {
 	g_auto(GStrv) names = NULL;
 	int64_t now = lease_now(), next = 0;
@@ -526,32 +531,8 @@ static void lease_timer_arm(struct daemon *d)
 	state_list(d->opts->statedir, &names);
 	for (char **n = names; n && *n; n++) {
 		g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));
-		int64_t end;
-
-		if (lease_load(d->opts->statedir, *n, leases) < 0)
-			continue;
-		end = rate_lease_next_end((const struct rate_lease *)(void *)leases->data,
-					  leases->len, now);
-		if (end && (!next || end < next))
-			next = end;
-	}
-	if (d->lease_timer)
-		g_source_remove(d->lease_timer);
-	d->lease_timer = next ? g_timeout_add_seconds((guint)(next - now), on_lease_end, d) : 0;
-}
-
-/* Leases ended: say whose, drop them, and shape those peers at their configured rates. */
-static gboolean on_lease_end(gpointer data)
-{
-	struct daemon *d = data;
-	g_auto(GStrv) names = NULL;
-	int64_t now = lease_now();
-
-	d->lease_timer = 0;
-	state_list(d->opts->statedir, &names);
-	for (char **n = names; n && *n; n++) {
-		g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));
 		bool ended = false;
+		int64_t end;
 
 		if (lease_load(d->opts->statedir, *n, leases) < 0)
 			continue;
@@ -571,8 +552,22 @@ static gboolean on_lease_end(gpointer data)
 				   leases->len, now);
 			schedule(d, *n, 0);
 		}
+		end = rate_lease_next_end((const struct rate_lease *)(void *)leases->data,
+					  leases->len, now);
+		if (end && (!next || end < next))
+			next = end;
 	}
-	lease_timer_arm(d);
+	if (d->lease_timer)
+		g_source_remove(d->lease_timer);
+	d->lease_timer = next ? g_timeout_add_seconds((guint)(next - now), on_lease_end, d) : 0;
+}
+
+static gboolean on_lease_end(gpointer data)
+{
+	struct daemon *d = data;
+
+	d->lease_timer = 0; /* removed by returning G_SOURCE_REMOVE */
+	leases_sweep(d);
 	return G_SOURCE_REMOVE;
 }
 
@@ -616,7 +611,7 @@ static void on_rate_request(void *ud, const char *ifname, const uint8_t *key, ui
 		ans->rate = granted;
 		ans->lease = d->cfg->client_lease;
 	}
-	lease_timer_arm(d);
+	leases_sweep(d);
 }
 
 static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)
@@ -741,7 +736,7 @@ int daemon_run(const struct daemon_opts *opts)
 	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
 	peer_poll_maybe(&d);
 	rate_server_start(&d);
-	lease_timer_arm(&d);
+	leases_sweep(&d);
 	d.renew_timer = g_timeout_add_seconds(RATE_RENEW_S / 4, on_renew, &d);
 	g_unix_signal_add(SIGHUP, on_hup, &d);
 	g_unix_signal_add(SIGTERM, on_term, &d);
