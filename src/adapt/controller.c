@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "adapt/controller.h"
+
+#include <math.h>
+#include <string.h>
+
+#define US 1000000.0
+
+void adapt_params_default(struct adapt_params *p, uint64_t min, uint64_t base, uint64_t max)
+{
+	*p = (struct adapt_params){
+		.min = min,
+		.max = max,
+		.base = base,
+		.target_us = 10000,
+		.holdoff_us = 200000,
+		.drain_us = 500000,
+		.idle_decay_us = 10000000,
+		.lost_us = 3000000,
+		.probe_after_us = 10000000,
+		.rise_loaded_us = 100,
+		.rise_idle_us = 2000,
+		.load_frac = 0.75,
+		.idle_frac = 0.1,
+		.raise_frac = 0.05,
+		.margin = 0.05,
+		.change_frac = 0.01,
+	};
+}
+
+static const char *const why_names[] = {
+	[ADAPT_NONE] = "none",
+	[ADAPT_QUEUE] = "queue",
+	[ADAPT_SETTLE] = "settle",
+	[ADAPT_RAISE] = "raise",
+	[ADAPT_IDLE] = "idle",
+	[ADAPT_LOST] = "lost",
+};
+
+const char *adapt_why_name(enum adapt_why why)
+{
+	if ((unsigned int)why >= sizeof(why_names) / sizeof(why_names[0]) || !why_names[why])
+		return "?";
+	return why_names[why];
+}
+
+void adapt_init(struct adapt_ctl *c, const struct adapt_params *p)
+{
+	memset(c, 0, sizeof(*c));
+	c->p = *p;
+	c->rate = p->base;
+}
+
+static uint64_t clamp_rate(const struct adapt_ctl *c, double r)
+{
+	if (r < (double)c->p.min)
+		return c->p.min;
+	if (r > (double)c->p.max)
+		return c->p.max;
+	return (uint64_t)r;
+}
+
+/* Set the rate to r (clamped) when it moves by change_frac or more, or always when forced. */
+static enum adapt_why change(struct adapt_ctl *c, double r, enum adapt_why why, uint64_t now,
+			     bool forced)
+{
+	uint64_t to = clamp_rate(c, r);
+	double d = fabs((double)to - (double)c->rate);
+
+	if (to == c->rate || (!forced && d < c->p.change_frac * (double)c->rate))
+		return ADAPT_NONE;
+	c->rate = to;
+	c->changed_us = now;
+	c->why = why;
+	return why;
+}
+
+static uint64_t holdoff(const struct adapt_ctl *c)
+{
+	uint64_t h = c->p.holdoff_us;
+
+	return (uint64_t)c->rtt_min_us * 2 > h ? (uint64_t)c->rtt_min_us * 2 : h;
+}
+
+static enum adapt_why settle_if_due(struct adapt_ctl *c, uint64_t now)
+{
+	if (!c->settle_us || now < c->settle_us)
+		return ADAPT_NONE;
+	c->settle_us = 0;
+	return change(c, (double)c->settle_rate, ADAPT_SETTLE, now, true);
+}
+
+/* A queue under load: cut to what drains it, settle under the line later. */
+static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
+{
+	double slope = c->slope > 0 ? c->slope : 0;
+	double line = c->load / (1 + slope);
+	double excess = (double)c->excess_us / US;
+	double drain = c->p.drain_us / US;
+	double f = 1 - excess / drain, t;
+
+	if (line < (double)c->p.min)
+		line = (double)c->p.min;
+	if (f < 0.25)
+		f = 0.25;
+	/*
+	 * The queue (excess * line bytes) empties at line * (1 - f) a second:
+	 * settle then at the latest (twice that, as the line is an estimate),
+	 * or as soon as a sample shows it gone.
+	 */
+	t = 2 * excess / (1 - f);
+	if (t < holdoff(c) / US)
+		t = holdoff(c) / US;
+	if (t > 8 * drain)
+		t = 8 * drain;
+	/* the rate the queue came at: the line is under it, and near it */
+	c->ceiling = c->rate;
+	c->ceiling_us = now;
+	c->raises = 0;
+	c->settle_rate = clamp_rate(c, line * (1 - c->p.margin));
+	c->settle_us = now + (uint64_t)(t * US);
+	return change(c, line * f, ADAPT_QUEUE, now, true);
+}
+
+static enum adapt_why raise(struct adapt_ctl *c, uint64_t now)
+{
+	double step = c->p.raise_frac, r;
+
+	/* after a queue: stay a while, then feel toward its rate and past it slowly */
+	if (c->ceiling) {
+		if (now - c->ceiling_us < c->p.probe_after_us)
+			return ADAPT_NONE;
+		step = fmax(step / 4, c->p.change_frac);
+		c->raises = 0;
+	} else {
+		/* raise after raise with no queue: the line is well above, go faster */
+		step *= fmin(1 + c->raises / 2.0, 2);
+		c->raises++;
+	}
+	r = (double)c->rate * (1 + step);
+	if (c->ceiling && r > (double)c->ceiling * (1 + c->p.margin)) {
+		/* past the last queue's rate with none: the line is faster now */
+		c->ceiling = 0;
+		c->raises = 0;
+	}
+	return change(c, r, ADAPT_RAISE, now, false);
+}
+
+static enum adapt_why decay(struct adapt_ctl *c, uint64_t now)
+{
+	double k = exp(-(double)(now - c->changed_us) / (double)c->p.idle_decay_us);
+	double r = (double)c->p.base + ((double)c->rate - (double)c->p.base) * k;
+	enum adapt_why why;
+
+	/* measured from the last change, as the rate has held since */
+	why = change(c, r, ADAPT_IDLE, now, false);
+	if (why != ADAPT_NONE) {
+		c->ceiling = 0;
+		c->raises = 0;
+	}
+	return why;
+}
+
+/* forget the history: a start, or the far end back */
+static void forget(struct adapt_ctl *c)
+{
+	c->excess_us = 0;
+	c->nhist = 0;
+	c->slope = 0;
+}
+
+static void remember(struct adapt_ctl *c, int64_t excess, uint64_t now)
+{
+	const int64_t *h = c->hist_us;
+
+	memmove(c->hist_us + 1, c->hist_us, sizeof(c->hist_us) - sizeof(c->hist_us[0]));
+	memmove(c->hist_at + 1, c->hist_at, sizeof(c->hist_at) - sizeof(c->hist_at[0]));
+	c->hist_us[0] = excess;
+	c->hist_at[0] = now;
+	if (c->nhist < ADAPT_HISTORY)
+		c->nhist++;
+	c->excess_us = excess;
+	c->slope = 0;
+	if (c->nhist == ADAPT_HISTORY && c->hist_at[0] > c->hist_at[3]) {
+		/* the mean of the last two against the two before, over their times' span */
+		double span =
+		    (double)(c->hist_at[0] + c->hist_at[1] - c->hist_at[2] - c->hist_at[3]) / 2;
+
+		c->slope = (double)(h[0] + h[1] - h[2] - h[3]) / 2 / span;
+	} else if (c->nhist >= 2 && c->hist_at[0] > c->hist_at[c->nhist - 1]) {
+		/* fewer: the newest against the oldest */
+		c->slope = (double)(h[0] - h[c->nhist - 1]) /
+			   (double)(c->hist_at[0] - c->hist_at[c->nhist - 1]);
+	}
+}
+
+/* over target in the last three samples */
+static bool queued(const struct adapt_ctl *c)
+{
+	if (c->nhist < 3)
+		return false;
+	for (unsigned int i = 0; i < 3; i++)
+		if (c->hist_us[i] <= (int64_t)c->p.target_us)
+			return false;
+	return true;
+}
+
+static void track(struct adapt_ctl *c, const struct adapt_sample *s, double dt, bool idle)
+{
+	double rise;
+
+	if (!c->have_baseline || s->delay_us < c->baseline_us) {
+		c->baseline_us = s->delay_us;
+		c->have_baseline = true;
+	} else {
+		rise = (idle ? c->p.rise_idle_us : c->p.rise_loaded_us) * dt;
+		if ((double)(s->delay_us - c->baseline_us) < rise)
+			c->baseline_us = s->delay_us;
+		else
+			c->baseline_us += (int64_t)rise;
+	}
+	remember(c, s->delay_us - c->baseline_us, s->now_us);
+	if (s->rtt_us && (!c->rtt_min_us || s->rtt_us < c->rtt_min_us))
+		c->rtt_min_us = s->rtt_us;
+}
+
+enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
+{
+	uint64_t now = s->now_us;
+	double dt;
+	bool idle, loaded, queue, can;
+	enum adapt_why why;
+
+	if (!c->last_us || now <= c->last_us || c->lost) {
+		/* the first sample, or the first after the far end came back: a start */
+		c->last_us = now;
+		c->lost = false;
+		forget(c);
+		if (!c->have_baseline || s->delay_us < c->baseline_us)
+			c->baseline_us = s->delay_us;
+		c->have_baseline = true;
+		return ADAPT_NONE;
+	}
+	dt = (double)(now - c->last_us) / US;
+	c->last_us = now;
+	c->load = (double)s->sent / dt;
+	idle = c->load < c->p.idle_frac * (double)c->rate;
+	loaded = c->load >= c->p.load_frac * (double)c->rate;
+	track(c, s, dt, idle);
+
+	queue = queued(c);
+	can = !c->changed_us || now - c->changed_us >= holdoff(c);
+
+	/* a queue under load; while a cut drains one, only if it still grows */
+	if (queue && !idle && can && (!c->settle_us || c->slope > 0))
+		return cut(c, now);
+	/* the queue a cut found is gone: settle now, not at the latest time */
+	if (c->settle_us && can && c->excess_us < (int64_t)c->p.target_us / 2)
+		c->settle_us = now;
+	why = settle_if_due(c, now);
+	if (why != ADAPT_NONE || c->settle_us || !can)
+		return why;
+	if (loaded && c->excess_us < (int64_t)c->p.target_us / 2)
+		return raise(c, now);
+	if (idle)
+		return decay(c, now);
+	return ADAPT_NONE;
+}
+
+enum adapt_why adapt_tick(struct adapt_ctl *c, uint64_t now_us)
+{
+	if (c->last_us && !c->lost && now_us >= c->last_us + c->p.lost_us) {
+		c->lost = true;
+		c->settle_us = 0;
+		c->ceiling = 0;
+		forget(c);
+		c->changed_us = now_us;
+		c->why = ADAPT_LOST;
+		c->rate = c->p.base;
+		return ADAPT_LOST;
+	}
+	if (c->lost)
+		return ADAPT_NONE;
+	return settle_if_due(c, now_us);
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Continuous adaptation of one direction's rate to a line whose speed
+ * changes, as pure logic: samples (one-way delay, what the shaper sent, the
+ * time) go in, the rate to set and why come out. No sockets, no clock, no
+ * kernel: tests/test-adapt.c drives it against a simulated line.
+ *
+ * What it watches. The one-way delay of this direction (from probes stamped
+ * at both ends: its absolute value carries the clocks' offset, which cancels
+ * in its change) against a baseline, the least delay seen, which follows a
+ * lower sample at once and rises only slowly (faster while idle, when no
+ * queue of ours can be in it). The load: what the shaper sent in the
+ * interval, from its own byte counters.
+ *
+ * The law.
+ * - A queue under load (the delay over the baseline by more than target in
+ *   three samples in a row, so a spike or two of jitter is not one; the
+ *   shaper not idle): the line is slower than the rate. The queue's slope
+ *   tells how much slower: the line drains C = sent / (1 + slope) (the queue
+ *   grows by sent - C a second, and the delay by that over C; the slope is
+ *   the last two samples' mean against the two before, so one noisy sample
+ *   moves it by half). The rate drops at once to C less what drains the
+ *   queue found within drain_us (to a quarter of C at the least), and once
+ *   a sample shows the queue gone (at the latest twice the time that should
+ *   take) settles at C less the margin. The rate the queue came at becomes
+ *   the ceiling the next raises slow down under.
+ * - Loaded with the delay at the baseline: raise by raise_frac, at most
+ *   once a hold-off, by half a raise_frac more with each raise in a row (up
+ *   to twice raise_frac), so a line back from a deep drop is found in
+ *   seconds. After a queue, not for probe_after_us, then by a quarter of
+ *   raise_frac (at least change_frac): a steady line is felt past every
+ *   probe_after_us, not at every hold-off. Past the ceiling by the margin
+ *   with no queue, it is forgotten.
+ * - Idle: drift back to the base rate (time constant idle_decay_us), so a
+ *   rate set by one moment's line does not stay for the next load.
+ * - No change within a hold-off of the last one (max(holdoff_us, 2 RTTs)),
+ *   none outside [min, max], none smaller than change_frac.
+ * - No sample for lost_us: back to the base rate, once.
+ */
+#ifndef WGSHAPE_ADAPT_CONTROLLER_H
+#define WGSHAPE_ADAPT_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct adapt_params {
+	uint64_t min, max, base; /* bytes/s; min <= base <= max */
+	uint32_t target_us; /* added one-way delay that counts as a queue (10 ms) */
+	uint32_t holdoff_us; /* least time between two changes (200 ms; 2 RTTs if longer) */
+	uint32_t drain_us; /* a cut empties the queue it found within this (500 ms) */
+	uint32_t idle_decay_us; /* idle: time constant toward base (10 s) */
+	uint32_t lost_us; /* no sample this long: the far end is gone (3 s) */
+	uint32_t probe_after_us; /* at the ceiling, try past it after this (10 s) */
+	uint32_t rise_loaded_us; /* the baseline's rise a second under load (100 us) */
+	uint32_t rise_idle_us; /* ... and while idle (2000 us) */
+	double load_frac; /* loaded: sent >= this * rate (0.75) */
+	double idle_frac; /* idle: sent < this * rate (0.1) */
+	double raise_frac; /* a raise (0.05) */
+	double margin; /* a settled rate sits this far under the line (0.05) */
+	double change_frac; /* smaller changes are not made (0.01) */
+};
+
+void adapt_params_default(struct adapt_params *p, uint64_t min, uint64_t base, uint64_t max);
+
+/* Why the rate changed (or did not). */
+enum adapt_why {
+	ADAPT_NONE, /* no change */
+	ADAPT_QUEUE, /* a queue under load: cut to what drains it */
+	ADAPT_SETTLE, /* the queue drained: settle under the line */
+	ADAPT_RAISE, /* loaded at the baseline: raise */
+	ADAPT_IDLE, /* idle: toward the base rate */
+	ADAPT_LOST, /* the far end stopped answering: the base rate */
+};
+const char *adapt_why_name(enum adapt_why why);
+
+/* One sample: its time, this direction's one-way delay, the shaper's bytes. */
+struct adapt_sample {
+	uint64_t now_us; /* any monotonic clock; the same for every call */
+	int64_t delay_us; /* one-way delay, clock offset included */
+	uint32_t rtt_us; /* the probe's round trip; 0: unknown */
+	uint64_t sent; /* bytes the shaper sent since the previous sample */
+};
+
+struct adapt_ctl {
+	struct adapt_params p;
+	uint64_t rate; /* bytes/s, what the shaper is at */
+	int64_t baseline_us;
+	int64_t excess_us; /* the last sample over the baseline */
+	/* the last ADAPT_HISTORY samples over the baseline and their times, newest at [0] */
+#define ADAPT_HISTORY 4
+	int64_t hist_us[ADAPT_HISTORY];
+	uint64_t hist_at[ADAPT_HISTORY];
+	unsigned int nhist;
+	uint64_t last_us; /* the previous sample; 0: none yet */
+	uint64_t changed_us; /* the last change */
+	uint64_t settle_us; /* when the settle after a cut is due; 0: none */
+	uint64_t settle_rate;
+	uint64_t ceiling; /* the rate the last queue came at; 0: none known */
+	uint64_t ceiling_us; /* when it was found */
+	unsigned int raises; /* in a row, since the last cut */
+	uint32_t rtt_min_us;
+	double load; /* bytes/s sent in the last interval */
+	double slope; /* the delay's change (s a s): the last two samples against the two before */
+	enum adapt_why why; /* of the last change */
+	bool lost; /* in fallback after lost_us without a sample */
+	bool have_baseline;
+};
+
+/* A controller at p's base rate. */
+void adapt_init(struct adapt_ctl *c, const struct adapt_params *p);
+
+/* A sample came: returns why the rate changed (c->rate), ADAPT_NONE when it did not. */
+enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s);
+
+/*
+ * The time passed with no sample (a timer): ADAPT_LOST when the far end has
+ * not answered for lost_us (c->rate is the base again, once), ADAPT_SETTLE
+ * when a settle fell due, else ADAPT_NONE.
+ */
+enum adapt_why adapt_tick(struct adapt_ctl *c, uint64_t now_us);
+
+/* The current added delay (over the baseline), us; 0 before a sample. */
+static inline int64_t adapt_added_us(const struct adapt_ctl *c)
+{
+	return c->excess_us;
+}
+
+#endif
