@@ -236,7 +236,7 @@ static gpointer echo_thread(gpointer arg)
 			e->dropped++;
 			continue;
 		}
-		if (!e->verbatim && tune_probe_answer(buf, (size_t)n) < 0)
+		if (!e->verbatim && tune_probe_answer(buf, (size_t)n, 0, 0) < 0)
 			continue;
 		sendto(e->fd, buf, (size_t)n, 0, (struct sockaddr *)&from, flen);
 	}

@@ -180,7 +180,7 @@ static void test_answer(void)
 	for (size_t len = TUNE_PROBE_SIZE; len <= sizeof(req); len++) {
 		uint8_t *copy = g_memdup2(req, len);
 
-		check(tune_probe_answer(copy, len) == 0, "len %zu: request not answered", len);
+		check(tune_probe_answer(copy, len, 1, 2) == 0, "len %zu: request not answered", len);
 		for (size_t i = 0; i < len; i++)
 			check(copy[i] == (i == 13 ? TUNE_PROBE_ANSWER : req[i]),
 			      "len %zu: byte %zu changed", len, i);
@@ -189,14 +189,14 @@ static void test_answer(void)
 		      "len %zu: not the request's answer", len);
 		/* and an answer is not answered */
 		memcpy(buf, copy, len);
-		check(tune_probe_answer(copy, len) == -EBADMSG, "len %zu: answer answered", len);
+		check(tune_probe_answer(copy, len, 1, 2) == -EBADMSG, "len %zu: answer answered", len);
 		check(!memcmp(buf, copy, len), "len %zu: answer changed", len);
 		g_free(copy);
 	}
 	/* a request from a sender before the version field: answered, version kept */
 	memcpy(buf, req, TUNE_PROBE_SIZE);
 	buf[12] = 0;
-	g_assert_cmpint(tune_probe_answer(buf, TUNE_PROBE_SIZE), ==, 0);
+	g_assert_cmpint(tune_probe_answer(buf, TUNE_PROBE_SIZE, 1, 2), ==, 0);
 	g_assert_cmpint(buf[12], ==, 0);
 	g_assert_cmpint(buf[13], ==, TUNE_PROBE_ANSWER);
 	/* refused, untouched */
@@ -219,10 +219,84 @@ static void test_answer(void)
 		memcpy(buf, req, sizeof(buf));
 		buf[bad[i].at] = bad[i].val;
 		copy = g_memdup2(buf, bad[i].len ? bad[i].len : 1);
-		check(tune_probe_answer(copy, bad[i].len) == bad[i].want, "bad row %zu", i);
+		check(tune_probe_answer(copy, bad[i].len, 1, 2) == bad[i].want, "bad row %zu", i);
 		check(!bad[i].len || !memcmp(copy, buf, bad[i].len), "bad row %zu: changed", i);
 		g_free(copy);
 	}
+}
+
+/*
+ * A timed probe: the flag, zeros for the times in the request, and the
+ * answerer's times in its answer, nothing else changed; a flag on a probe too
+ * short for the times is no timed probe (answered as a plain one).
+ */
+static void test_timed(void)
+{
+	static const uint8_t want[TUNE_PROBE_TIMED_SIZE] = {
+		0x77, 0x67, 0x73, 0x70, /* "wgsp" */
+		0x01, 0x02, 0x03, 0x04, /* token */
+		0x00, 0x00, 0x00, 0x05, /* seq */
+		0x01, /* version */
+		0x00, /* type: a request */
+		0x01, /* flags: timed */
+		0x00, /* reserved */
+		0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, /* sent_ns */
+		0, 0, 0, 0, 0, 0, 0, 0, /* rx_ns */
+		0, 0, 0, 0, 0, 0, 0, 0, /* tx_ns */
+	};
+	struct tune_probe req = probes[1], p;
+	uint8_t buf[TUNE_UDP_MAX], ans[TUNE_UDP_MAX];
+
+	req.timed = true;
+	g_assert_cmpint(tune_probe_encode(&req, buf, TUNE_PROBE_TIMED_SIZE - 1), ==, -ENOBUFS);
+	memset(buf, 0xaa, sizeof(buf));
+	g_assert_cmpint(tune_probe_encode(&req, buf, sizeof(buf)), ==, 0);
+	g_assert_cmpmem(buf, TUNE_PROBE_TIMED_SIZE, want, sizeof(want));
+	g_assert_cmpint(buf[TUNE_PROBE_TIMED_SIZE], ==, 0xaa);
+	g_assert_cmpint(tune_probe_parse(buf, TUNE_PROBE_TIMED_SIZE, &p), ==, 0);
+	g_assert_true(p.timed);
+	g_assert_cmpuint(p.rx_ns, ==, 0);
+
+	/* answered at any length from the timed size up: the times, the type, nothing else */
+	for (size_t len = TUNE_PROBE_TIMED_SIZE; len <= TUNE_UDP_MAX; len++) {
+		memcpy(ans, buf, len);
+		g_assert_cmpint(tune_probe_answer(ans, len, UINT64_C(0x0102030405060708),
+						  UINT64_C(0xa1a2a3a4a5a6a7a8)),
+				==, 0);
+		for (size_t i = 0; i < len; i++)
+			if (i != 13 && (i < 24 || i >= TUNE_PROBE_TIMED_SIZE))
+				check(ans[i] == buf[i], "len %zu: byte %zu changed", len, i);
+		g_assert_cmpint(tune_probe_parse(ans, len, &p), ==, 0);
+		check(p.type == TUNE_PROBE_ANSWER && p.timed && p.seq == req.seq &&
+			      p.rx_ns == UINT64_C(0x0102030405060708) &&
+			      p.tx_ns == UINT64_C(0xa1a2a3a4a5a6a7a8),
+		      "len %zu: not the timed answer", len);
+	}
+	/* encode and parse agree on an answer's times */
+	req.type = TUNE_PROBE_ANSWER;
+	req.rx_ns = 7;
+	req.tx_ns = 9;
+	g_assert_cmpint(tune_probe_encode(&req, ans, sizeof(ans)), ==, 0);
+	g_assert_cmpint(tune_probe_parse(ans, TUNE_PROBE_TIMED_SIZE, &p), ==, 0);
+	g_assert_true(p.timed && p.rx_ns == 7 && p.tx_ns == 9);
+
+	/* flagged but short: a plain probe, its bytes after the probe left alone */
+	for (size_t len = TUNE_PROBE_SIZE; len < TUNE_PROBE_TIMED_SIZE; len++) {
+		memcpy(ans, buf, len);
+		g_assert_cmpint(tune_probe_parse(ans, len, &p), ==, 0);
+		check(!p.timed && !p.rx_ns && !p.tx_ns, "len %zu: taken for timed", len);
+		g_assert_cmpint(tune_probe_answer(ans, len, 1, 2), ==, 0);
+		for (size_t i = 0; i < len; i++)
+			check(ans[i] == (i == 13 ? TUNE_PROBE_ANSWER : buf[i]),
+			      "len %zu: byte %zu changed", len, i);
+	}
+	/* a plain probe is never stamped, padding or not */
+	req = probes[1];
+	memset(buf, 0, sizeof(buf));
+	g_assert_cmpint(tune_probe_encode(&req, buf, sizeof(buf)), ==, 0);
+	g_assert_cmpint(tune_probe_answer(buf, TUNE_UDP_MAX, 1, 2), ==, 0);
+	for (size_t i = TUNE_PROBE_SIZE; i < TUNE_UDP_MAX; i++)
+		check(buf[i] == 0, "plain probe: byte %zu stamped", i);
 }
 
 /* Too small a buffer: -ENOBUFS and not a byte written. */
@@ -633,6 +707,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/proto/probe/encode-small", test_encode_small);
 	g_test_add_func("/proto/probe/version-type", test_version_type);
 	g_test_add_func("/proto/probe/answer", test_answer);
+	g_test_add_func("/proto/probe/timed", test_timed);
 	g_test_add_func("/proto/echo/accept", test_echo_accept);
 	g_test_add_func("/proto/url", test_url);
 	g_test_add_func("/proto/rate/layout", test_rate_layout);

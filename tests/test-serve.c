@@ -935,7 +935,7 @@ static void test_udp_echo(void)
 
 			make_request(out, sizes[i], (uint32_t)i);
 			memcpy(want, out, sizes[i]);
-			g_assert_cmpint(tune_probe_answer(want, sizes[i]), ==, 0);
+			g_assert_cmpint(tune_probe_answer(want, sizes[i], 0, 0), ==, 0);
 			g_assert_cmpint(send(fd, out, sizes[i], 0), ==, (ssize_t)sizes[i]);
 			g_assert_true(udp_recv(fd, in, sizeof(in), 10000, &n));
 			g_assert_cmpmem(in, (size_t)n, want, sizes[i]);
@@ -990,6 +990,37 @@ static void test_udp_no_loop(void)
 	/* and a request still is */
 	g_assert_cmpint(send(fd, req, sizeof(req), 0), ==, (ssize_t)sizeof(req));
 	g_assert_true(udp_recv(fd, ans, sizeof(ans), 10000, &n));
+	close(fd);
+	serve_stop(srv);
+}
+
+/*
+ * A timed probe: serve writes when it came and left, on CLOCK_MONOTONIC (the
+ * test's own clock here, as both run on one host): between the test's
+ * sending and its reading of the answer, the one no later than the other.
+ */
+static void test_udp_timed(void)
+{
+	struct server *srv = start(&(struct serve_opts){ 0 }, false);
+	int fd = sock_to(AF_INET, SOCK_DGRAM, serve_port(srv));
+	uint8_t req[TUNE_PROBE_TIMED_SIZE], ans[256];
+	struct tune_probe p;
+	uint64_t before, after;
+	ssize_t n = -1;
+
+	g_assert_cmpint(tune_probe_encode(&(struct tune_probe){ .token = 7, .seq = 1, .timed = true },
+					  req, sizeof(req)),
+			==, 0);
+	before = (uint64_t)g_get_monotonic_time() * 1000;
+	g_assert_cmpint(send(fd, req, sizeof(req), 0), ==, (ssize_t)sizeof(req));
+	g_assert_true(udp_recv(fd, ans, sizeof(ans), 10000, &n));
+	after = (uint64_t)g_get_monotonic_time() * 1000;
+	g_assert_cmpint(n, ==, (ssize_t)sizeof(req));
+	g_assert_cmpint(tune_probe_parse(ans, (size_t)n, &p), ==, 0);
+	g_assert_true(p.type == TUNE_PROBE_ANSWER && p.timed && p.seq == 1);
+	g_assert_cmpuint(p.rx_ns, >=, before);
+	g_assert_cmpuint(p.rx_ns, <=, p.tx_ns);
+	g_assert_cmpuint(p.tx_ns, <=, after);
 	close(fd);
 	serve_stop(srv);
 }
@@ -1063,6 +1094,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/serve/slow-body", test_slow_body);
 	g_test_add_func("/serve/udp-echo", test_udp_echo);
 	g_test_add_func("/serve/udp-no-loop", test_udp_no_loop);
+	g_test_add_func("/serve/udp-timed", test_udp_timed);
 	g_test_add_func("/serve/udp-rate", test_udp_rate);
 	g_test_add_func("/serve/start-fails", test_start_fails);
 	return g_test_run();

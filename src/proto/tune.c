@@ -8,14 +8,17 @@
 
 _Static_assert(TUNE_PROBE_SIZE <= TUNE_UDP_MAX, "a probe must fit the echo");
 
-/* Where the version and type bytes are (tune.h has the whole layout). */
-enum { OFF_VERSION = 12, OFF_TYPE = 13 };
+/* Where the fields are (tune.h has the whole layout). */
+enum { OFF_VERSION = 12, OFF_TYPE = 13, OFF_FLAGS = 14, OFF_RX = 24, OFF_TX = 32 };
+
+_Static_assert(TUNE_PROBE_TIMED_SIZE <= TUNE_UDP_MAX, "a timed probe must fit the echo");
+_Static_assert(OFF_TX + 8 == TUNE_PROBE_TIMED_SIZE, "the times end a timed probe");
 
 int tune_probe_encode(const struct tune_probe *p, void *buf, size_t size)
 {
 	uint8_t *b = buf;
 
-	if (size < TUNE_PROBE_SIZE)
+	if (size < (p->timed ? TUNE_PROBE_TIMED_SIZE : TUNE_PROBE_SIZE))
 		return -ENOBUFS;
 	if (p->type != TUNE_PROBE_REQUEST && p->type != TUNE_PROBE_ANSWER)
 		return -EINVAL;
@@ -24,9 +27,20 @@ int tune_probe_encode(const struct tune_probe *p, void *buf, size_t size)
 	put_be32(b + 8, p->seq);
 	b[OFF_VERSION] = TUNE_PROBE_VERSION;
 	b[OFF_TYPE] = (uint8_t)p->type;
-	b[14] = b[15] = 0;
+	b[OFF_FLAGS] = p->timed ? TUNE_PROBE_TIMED : 0;
+	b[15] = 0;
 	put_be64(b + 16, p->sent_ns);
+	if (p->timed) {
+		put_be64(b + OFF_RX, p->rx_ns);
+		put_be64(b + OFF_TX, p->tx_ns);
+	}
 	return 0;
+}
+
+/* a timed probe: flagged, and long enough for the times */
+static bool timed(const uint8_t *b, size_t len)
+{
+	return (b[OFF_FLAGS] & TUNE_PROBE_TIMED) && len >= TUNE_PROBE_TIMED_SIZE;
 }
 
 int tune_probe_parse(const void *buf, size_t len, struct tune_probe *out)
@@ -44,12 +58,16 @@ int tune_probe_parse(const void *buf, size_t len, struct tune_probe *out)
 		.seq = get_be32(b + 8),
 		.type = (enum tune_probe_type)b[OFF_TYPE],
 		.sent_ns = get_be64(b + 16),
+		.timed = timed(b, len),
+		.rx_ns = timed(b, len) ? get_be64(b + OFF_RX) : 0,
+		.tx_ns = timed(b, len) ? get_be64(b + OFF_TX) : 0,
 	};
 	return 0;
 }
 
-int tune_probe_answer(void *buf, size_t len)
+int tune_probe_answer(void *buf, size_t len, uint64_t rx_ns, uint64_t tx_ns)
 {
+	uint8_t *b = buf;
 	struct tune_probe p;
 	int r = tune_probe_parse(buf, len, &p);
 
@@ -57,7 +75,11 @@ int tune_probe_answer(void *buf, size_t len)
 		return r;
 	if (p.type != TUNE_PROBE_REQUEST)
 		return -EBADMSG;
-	((uint8_t *)buf)[OFF_TYPE] = TUNE_PROBE_ANSWER;
+	b[OFF_TYPE] = TUNE_PROBE_ANSWER;
+	if (p.timed) {
+		put_be64(b + OFF_RX, rx_ns);
+		put_be64(b + OFF_TX, tx_ns);
+	}
 	return 0;
 }
 

@@ -18,7 +18,8 @@
  *                              tune_probe_answer() say which, and how)
  *
  * The probe is the datagram below. serve answers a request with the same bytes,
- * type set to answer, and never answers an answer nor anything else: a
+ * type set to answer (and, for a timed probe, its own times written in), and
+ * never answers an answer nor anything else: a
  * datagram forged to come from another echo (a serve, or any) cannot start an
  * exchange between the two. tune sends requests and takes only answers over
  * UDP; an ICMP echo probe carries a request after its ICMP header, which the
@@ -31,12 +32,22 @@
  *       12     1  version   TUNE_PROBE_VERSION; 0 from a sender older than the field
  *                           (it sent bytes 12-15 as zero: a request)
  *       13     1  type      0 a request, 1 an answer
- *       14     2  reserved  zero when sent, ignored when read
+ *       14     1  flags     TUNE_PROBE_TIMED, or zero; other bits zero when
+ *                           sent, ignored when read
+ *       15     1  reserved  zero when sent, ignored when read
  *       16     8  sent_ns   CLOCK_REALTIME at sending, for a reader of a capture;
  *                           the sender does not trust it back
+ *   a timed probe (TUNE_PROBE_TIMED, and at least TUNE_PROBE_TIMED_SIZE bytes):
+ *       24     8  rx_ns     answer: the answerer's CLOCK_MONOTONIC when the
+ *                           request came; request: zero
+ *       32     8  tx_ns     answer: ... when the answer left; request: zero
  *
- * A later version keeps this layout and may add fields after it; a reader
- * refuses a version newer than its own.
+ * A timed probe's answer gives each direction's one-way delay up to the two
+ * clocks' offset, which cancels in its changes (continuous adaptation,
+ * docs/adaptation.md). An answerer from before the flag leaves both zero (it
+ * answers with the same bytes), and so does an ICMP echo: no times, only the
+ * round trip. A later version keeps this layout and may add fields after it;
+ * a reader refuses a version newer than its own.
  */
 #ifndef WGSHAPE_PROTO_TUNE_H
 #define WGSHAPE_PROTO_TUNE_H
@@ -58,6 +69,8 @@
 #define TUNE_PROBE_MAGIC 0x77677370u
 #define TUNE_PROBE_VERSION 1
 #define TUNE_PROBE_SIZE 24
+#define TUNE_PROBE_TIMED 0x01 /* flags: the answerer writes its times */
+#define TUNE_PROBE_TIMED_SIZE 40
 
 enum tune_probe_type {
 	TUNE_PROBE_REQUEST = 0,
@@ -69,11 +82,14 @@ struct tune_probe {
 	uint32_t seq;
 	enum tune_probe_type type;
 	uint64_t sent_ns;
+	bool timed; /* TUNE_PROBE_TIMED, in a datagram long enough for the times */
+	uint64_t rx_ns, tx_ns; /* a timed answer's; 0: not stamped */
 };
 
 /*
- * p as TUNE_PROBE_SIZE bytes at the start of buf, version TUNE_PROBE_VERSION.
- * -ENOBUFS when size is smaller, -EINVAL for a type not in the enum.
+ * p as TUNE_PROBE_SIZE bytes at the start of buf (TUNE_PROBE_TIMED_SIZE for a
+ * timed one), version TUNE_PROBE_VERSION. -ENOBUFS when size is smaller,
+ * -EINVAL for a type not in the enum.
  */
 int tune_probe_encode(const struct tune_probe *p, void *buf, size_t size);
 
@@ -87,11 +103,12 @@ int tune_probe_parse(const void *buf, size_t len, struct tune_probe *out);
 
 /*
  * Turn the probe request of len bytes in buf into its answer, in place: the
- * type byte changes, nothing else (padding and version stay, so an answer is
- * exactly as long as its request). tune_probe_parse()'s errors, or -EBADMSG
- * when it is not a request; buf is unchanged then.
+ * type byte changes, and a timed probe's times become rx_ns and tx_ns (the
+ * answerer's CLOCK_MONOTONIC); nothing else (padding and version stay, so an
+ * answer is exactly as long as its request). tune_probe_parse()'s errors, or
+ * -EBADMSG when it is not a request; buf is unchanged then.
  */
-int tune_probe_answer(void *buf, size_t len);
+int tune_probe_answer(void *buf, size_t len, uint64_t rx_ns, uint64_t tx_ns);
 
 /*
  * May the echo on own_port answer a datagram of len bytes from from_port (if

@@ -29,7 +29,7 @@ static void check_probe(const uint8_t *data, size_t size)
 {
 	/* A heap copy of exactly size bytes: ASan sees a read past it. */
 	uint8_t *copy = malloc(size ? size : 1);
-	uint8_t back[TUNE_PROBE_SIZE];
+	uint8_t back[TUNE_PROBE_TIMED_SIZE];
 	struct tune_probe p, again;
 	bool ours;
 	int r;
@@ -50,13 +50,21 @@ static void check_probe(const uint8_t *data, size_t size)
 	require(memcmp(back, copy, 12) == 0);
 	require(back[12] == TUNE_PROBE_VERSION && back[13] == copy[13]);
 	require(memcmp(back + 16, copy + 16, 8) == 0);
+	/* timed: flagged and long enough, and then the times read are the bytes there */
+	require(p.timed == ((copy[14] & TUNE_PROBE_TIMED) && size >= TUNE_PROBE_TIMED_SIZE));
+	require(!p.timed || memcmp(back + 24, copy + 24, 16) == 0);
+	require(p.timed || (!p.rx_ns && !p.tx_ns));
 	require(tune_probe_parse(back, sizeof(back), &again) == 0);
 	require(again.token == p.token && again.seq == p.seq && again.type == p.type &&
-		again.sent_ns == p.sent_ns);
+		again.sent_ns == p.sent_ns && again.timed == p.timed && again.rx_ns == p.rx_ns &&
+		again.tx_ns == p.tx_ns);
 	free(copy);
 }
 
-/* Only a request is answered, in place, its type byte the only change. */
+/*
+ * Only a request is answered, in place: its type byte the only change, and a
+ * timed request's times (bytes 24-39), which become the answerer's.
+ */
 static void check_answer(const uint8_t *data, size_t size)
 {
 	uint8_t *copy = malloc(size ? size : 1);
@@ -67,12 +75,16 @@ static void check_answer(const uint8_t *data, size_t size)
 	require(copy);
 	memcpy(copy, data, size);
 	request = tune_probe_parse(data, size, &p) == 0 && p.type == TUNE_PROBE_REQUEST;
-	r = tune_probe_answer(copy, size);
+	r = tune_probe_answer(copy, size, UINT64_C(0x0101010101010101), UINT64_C(0x0202020202020202));
 	require((r == 0) == request);
-	for (size_t i = 0; i < size; i++)
-		require(copy[i] == (r == 0 && i == 13 ? TUNE_PROBE_ANSWER : data[i]));
+	for (size_t i = 0; i < size; i++) {
+		if (r == 0 && p.timed && i >= 24 && i < TUNE_PROBE_TIMED_SIZE)
+			require(copy[i] == (i < 32 ? 0x01 : 0x02));
+		else
+			require(copy[i] == (r == 0 && i == 13 ? TUNE_PROBE_ANSWER : data[i]));
+	}
 	/* an answer is never answered */
-	require(r < 0 || tune_probe_answer(copy, size) == -EBADMSG);
+	require(r < 0 || tune_probe_answer(copy, size, 1, 2) == -EBADMSG);
 	free(copy);
 }
 
