@@ -250,6 +250,29 @@ static void test_bucket_burst(void)
 	g_assert_false(rate_bucket_take(&b, t + RATE_REFILL_S * 2));
 }
 
+/* The probes' bucket: a larger burst, 25 a second after it, kept apart. */
+static void test_probe_bucket(void)
+{
+	struct rate_bucket b = { 0 }, r = { 0 };
+	double t = 1000.0;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < PROBE_BURST; i++)
+		check(probe_bucket_take(&b, t), "probe %u of the burst refused", i);
+	g_assert_false(probe_bucket_take(&b, t));
+	/* a second and a bit: 25 more, not 26 (a probe every 10 ms) */
+	for (unsigned int i = 1; i <= 102; i++)
+		n += probe_bucket_take(&b, t + i * 0.01);
+	g_assert_cmpuint(n, ==, (unsigned int)PROBE_PER_SECOND);
+	/* 20 a second goes on for a minute: all taken */
+	n = 0;
+	for (unsigned int i = 1; i <= 1200; i++)
+		n += probe_bucket_take(&b, t + 1 + i * 0.05);
+	g_assert_cmpuint(n, ==, 1200);
+	/* a rate request's bucket is its own */
+	g_assert_true(rate_bucket_take(&r, t + 100));
+}
+
 /* A long quiet spell fills the bucket to its burst, no further. */
 static void test_bucket_gap(void)
 {
@@ -647,6 +670,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/channel/peer/own-overlap", test_peer_own_overlap);
 	g_test_add_func("/channel/policy", test_policy);
 	g_test_add_func("/channel/bucket/burst", test_bucket_burst);
+	g_test_add_func("/channel/bucket/probe", test_probe_bucket);
 	g_test_add_func("/channel/bucket/gap", test_bucket_gap);
 	g_test_add_func("/channel/bucket/backwards", test_bucket_backwards);
 	g_test_add_func("/channel/lease/next-end", test_lease_next_end);

@@ -62,15 +62,16 @@ enum rate_status rate_policy_apply(const struct rate_policy *pol, uint64_t asked
 	return g == asked ? RATE_APPLIED : RATE_CLAMPED;
 }
 
-bool rate_bucket_take(struct rate_bucket *b, double now)
+/* A bucket of burst tokens that refills per_second of them a second. */
+static bool bucket_take(struct rate_bucket *b, double now, double burst, double per_second)
 {
 	if (b->last == 0) {
-		b->tokens = RATE_BURST;
+		b->tokens = burst;
 		b->last = now;
 	} else if (now > b->last) {
-		b->tokens += (now - b->last) / RATE_REFILL_S;
-		if (b->tokens > RATE_BURST)
-			b->tokens = RATE_BURST;
+		b->tokens += (now - b->last) * per_second;
+		if (b->tokens > burst)
+			b->tokens = burst;
 		b->last = now;
 	}
 	/*
@@ -81,6 +82,16 @@ bool rate_bucket_take(struct rate_bucket *b, double now)
 		return false;
 	b->tokens -= 1;
 	return true;
+}
+
+bool rate_bucket_take(struct rate_bucket *b, double now)
+{
+	return bucket_take(b, now, RATE_BURST, 1 / RATE_REFILL_S);
+}
+
+bool probe_bucket_take(struct rate_bucket *b, double now)
+{
+	return bucket_take(b, now, PROBE_BURST, PROBE_PER_SECOND);
 }
 
 int64_t rate_lease_next_end(const struct rate_lease *leases, size_t n, int64_t now)

@@ -62,6 +62,15 @@ struct rate_bucket {
 /* May a request at now (seconds) go on? Takes a token when it may. */
 bool rate_bucket_take(struct rate_bucket *b, double now);
 
+/*
+ * Timed probes (proto/tune.h) cost no netlink dump, and a client probes up
+ * to 20 times a second under load: PROBE_BURST at once, then PROBE_PER_SECOND
+ * a second, per source. The same bucket, its own budget.
+ */
+#define PROBE_BURST 50u
+#define PROBE_PER_SECOND 25.0
+bool probe_bucket_take(struct rate_bucket *b, double now);
+
 /* A lease: the peer's rate while it renews; now and until in CLOCK_BOOTTIME seconds. */
 struct rate_lease {
 	uint8_t key[WG_KEY_LEN];

@@ -11,6 +11,7 @@
 
 #include "channel/policy.h"
 #include "channel/server.h"
+#include "proto/tune.h"
 #include "shape/peers.h"
 #include "shape/units.h"
 #include "util/addr.h"
@@ -18,6 +19,8 @@
 
 /* Every datagram costs two netlink dumps: at most this many a second, from everyone. */
 #define SERVER_PER_SECOND 100
+/* Timed probes cost no dump: at most this many a second, from everyone. */
+#define PROBES_PER_SECOND 2000
 /* Sources remembered for the early per-source limit; past it, the table starts again. */
 #define SOURCES_MAX 4096
 
@@ -32,6 +35,9 @@ struct rate_server {
 	GHashTable *kinds; /* ifindex -> struct link_kind: is it WireGuard, as last looked */
 	gint64 second; /* the second (monotonic) counted ... */
 	unsigned int in_second; /* ... and the datagrams handled in it */
+	GHashTable *probers; /* "ifindex/address" -> struct rate_bucket: timed probes */
+	gint64 probe_second;
+	unsigned int probes_in_second;
 };
 
 /* What an interface was when last looked at (at most a second ago). */
@@ -126,6 +132,7 @@ int rate_server_open(struct netlink *nl, unsigned int port, rate_decide_fn decid
 	s->buckets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	s->sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	s->kinds = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	s->probers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	*out = s;
 	return 0;
 }
@@ -146,6 +153,7 @@ void rate_server_close(struct rate_server *s)
 	g_hash_table_unref(s->buckets);
 	g_hash_table_unref(s->sources);
 	g_hash_table_unref(s->kinds);
+	g_hash_table_unref(s->probers);
 	g_free(s);
 }
 
@@ -160,6 +168,7 @@ struct dgram {
 	} from;
 	int ifindex; /* where it came in */
 	uint8_t to[16]; /* the address it was sent to */
+	uint64_t rx_ns; /* CLOCK_MONOTONIC when it was read */
 };
 
 static int receive(int fd, struct dgram *d)
@@ -181,6 +190,7 @@ static int receive(int fd, struct dgram *d)
 
 	if (n < 0)
 		return -errno;
+	d->rx_ns = (uint64_t)g_get_monotonic_time() * 1000;
 	d->len = (size_t)n; /* MSG_TRUNC: the real length, even of one cut short */
 	d->family = d->from.in.sin_family;
 	d->ifindex = 0;
@@ -246,7 +256,8 @@ static bool wireguard_link(struct rate_server *s, int ifindex)
 }
 
 /* The limit per bucket key (a peer, or a source address), kept in table. */
-static bool bucket_take(GHashTable *table, const char *key)
+static bool bucket_take(GHashTable *table, const char *key,
+			bool (*take)(struct rate_bucket *b, double now))
 {
 	struct rate_bucket *b = g_hash_table_lookup(table, key);
 
@@ -256,7 +267,7 @@ static bool bucket_take(GHashTable *table, const char *key)
 		b = g_new0(struct rate_bucket, 1);
 		g_hash_table_insert(table, g_strdup(key), b);
 	}
-	return rate_bucket_take(b, (double)g_get_monotonic_time() / G_USEC_PER_SEC);
+	return take(b, (double)g_get_monotonic_time() / G_USEC_PER_SEC);
 }
 
 /* The answer goes back from the address the request was sent to, out of the tunnel. */
@@ -299,16 +310,50 @@ static void reply(int fd, const struct dgram *d, const uint8_t *out, size_t len)
 		log_debug("rate channel: answer: %s", strerror(errno));
 }
 
-/* Under the limit for everyone together? */
-static bool server_take(struct rate_server *s)
+/* Under limit for everyone together in this second, counted in *second and *in_second? */
+static bool second_take(gint64 *second, unsigned int *in_second, unsigned int limit)
 {
 	gint64 sec = g_get_monotonic_time() / G_USEC_PER_SEC;
 
-	if (sec != s->second) {
-		s->second = sec;
-		s->in_second = 0;
+	if (sec != *second) {
+		*second = sec;
+		*in_second = 0;
 	}
-	return s->in_second++ < SERVER_PER_SECOND;
+	return (*in_second)++ < limit;
+}
+
+static bool server_take(struct rate_server *s)
+{
+	return second_take(&s->second, &s->in_second, SERVER_PER_SECOND);
+}
+
+/*
+ * A timed probe (proto/tune.h), for a client's continuous adaptation: the
+ * request becomes its answer in place, with when it came and when it left.
+ * WireGuard has already checked that its source is in the sending peer's
+ * AllowedIPs and the socket filter dropped the host's own, so a probe needs
+ * only to have come in on a WireGuard interface: no peer lookup, no dump, as
+ * a client probes up to 20 times a second. Plain probes and answers get
+ * nothing (the daemon is no general echo).
+ */
+static void answer_probe(struct rate_server *s, int fd, struct dgram *d,
+			 const struct tune_probe *p)
+{
+	char from[ADDR_STR_SIZE];
+	g_autofree char *key = NULL;
+
+	if (p->type != TUNE_PROBE_REQUEST || !p->timed)
+		return;
+	if (!wireguard_link(s, d->ifindex))
+		return;
+	addr_str((const struct sockaddr *)&d->from, false, from, sizeof(from));
+	key = g_strdup_printf("%d/%s", d->ifindex, from);
+	if (!bucket_take(s->probers, key, probe_bucket_take) ||
+	    !second_take(&s->probe_second, &s->probes_in_second, PROBES_PER_SECOND))
+		return;
+	if (tune_probe_answer(d->buf, d->len, d->rx_ns,
+			      (uint64_t)g_get_monotonic_time() * 1000) == 0)
+		reply(fd, d, d->buf, d->len);
 }
 
 static void handle(struct rate_server *s, int fd, struct dgram *d)
@@ -318,6 +363,7 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 	const uint8_t *src = d->family == AF_INET ? (const uint8_t *)&d->from.in.sin_addr :
 						    (const uint8_t *)&d->from.in6.sin6_addr;
 	struct rate_msg req = { 0 }, ans = { 0 };
+	struct tune_probe probe;
 	struct wg_peer *peers = NULL;
 	size_t n = 0;
 	uint8_t out[RATE_MSG_SIZE];
@@ -327,6 +373,12 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 	/* Cheap checks first: a datagram no client sends costs nothing more. */
 	if (!d->ifindex || !rate_accept(d->len, port, (uint16_t)s->port))
 		return;
+	r = tune_probe_parse(d->buf, d->len, &probe);
+	if (r != -EBADMSG) { /* a probe (of a version of ours or not) */
+		if (r == 0)
+			answer_probe(s, fd, d, &probe);
+		return;
+	}
 	r = rate_msg_parse(d->buf, d->len, &req);
 	if ((r < 0 && r != -EPROTONOSUPPORT) || req.type != RATE_REQUEST)
 		return; /* never answer an answer: no loops between two daemons */
@@ -335,7 +387,7 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 		return;
 	addr_str((const struct sockaddr *)&d->from, false, from, sizeof(from));
 	source_key = g_strdup_printf("%d/%s", d->ifindex, from);
-	if (!bucket_take(s->sources, source_key)) {
+	if (!bucket_take(s->sources, source_key, rate_bucket_take)) {
 		log_debug("rate channel: ifindex %d: source %s asks too often; dropped",
 			  d->ifindex, from);
 		return;
@@ -362,7 +414,7 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 	}
 	wg_key_to_base64(peers[who].key, keytext);
 	bucket_key = g_strdup_printf("%s/%s", ifname, keytext);
-	if (!bucket_take(s->buckets, bucket_key)) {
+	if (!bucket_take(s->buckets, bucket_key, rate_bucket_take)) {
 		log_debug("rate channel: %s: peer %s asks too often; dropped", ifname, keytext);
 		wg_peers_free(peers, n);
 		return;

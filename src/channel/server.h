@@ -7,7 +7,11 @@
  * AllowedIPs (WireGuard has checked that the packet came from that peer's
  * key: cryptokey routing). Anything else is dropped without an answer.
  * What to grant is the caller's decision (rate_decide_fn); this file
- * carries datagrams, identifies the peer and rate-limits it.
+ * carries datagrams, identifies the peer and rate-limits it. The same
+ * sockets answer timed probes (proto/tune.h) that came in on a WireGuard
+ * interface, stamped with the daemon's receive and send times, at most
+ * PROBE_PER_SECOND a second per source (channel/policy.h): the far end's
+ * clock for a client's continuous adaptation.
  */
 #ifndef WGSHAPE_CHANNEL_SERVER_H
 #define WGSHAPE_CHANNEL_SERVER_H

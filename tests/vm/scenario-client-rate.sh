@@ -12,7 +12,8 @@
 # well-known or rate-port sources get nothing, and one peer's flood gets at
 # most the burst; a lease lapses back to the configured rate, and survives
 # a daemon restart; `default`; refused without client-download; nothing
-# with rate-port = 0; IPv6. srv's classes are read with tc's text output
+# with rate-port = 0; IPv6; timed probes answered on the same port, from
+# the tunnel only, and rate-limited. srv's classes are read with tc's text output
 # (tc -j gives nothing for an HTB root with a size table here), the raw
 # datagrams sent with a small python3 program.
 . "$(dirname "$0")/lib.sh"
@@ -107,6 +108,8 @@ p.add_argument("--sport", type=int, default=0); p.add_argument("--dev", default=
 p.add_argument("--type", type=int, default=0); p.add_argument("--rate", type=int, default=0)
 p.add_argument("--count", type=int, default=1); p.add_argument("--wait", type=float, default=1.5)
 p.add_argument("--freebind", action="store_true")
+p.add_argument("--timed", action="store_true")  # timed probes (proto/tune.h), not requests
+p.add_argument("--untimed", action="store_true")  # plain probes
 a = p.parse_args()
 fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
 s = socket.socket(fam, socket.SOCK_DGRAM)
@@ -121,23 +124,38 @@ for i in range(a.count):
     t = struct.unpack(">I", os.urandom(4))[0]
     tokens.add(t)
     status = 1 if a.type == 1 else 0
-    s.sendto(struct.pack(">IBBBBIIQQ", 0x77677372, 1, a.type, status, 0, t, 0, a.rate, 0),
-             (a.dst, 4781))
+    if a.timed or a.untimed:
+        msg = struct.pack(">IIIBBBBQQQ", 0x77677370, t, i, 1, a.type, 1 if a.timed else 0, 0,
+                          time.time_ns(), 0, 0)
+    else:
+        msg = struct.pack(">IBBBBIIQQ", 0x77677372, 1, a.type, status, 0, t, 0, a.rate, 0)
+    s.sendto(msg, (a.dst, 4781))
 got, status, first, t0 = set(), "none", None, time.monotonic()
+stamped = 0
 end = t0 + a.wait
 while True:
     left = end - time.monotonic()
     if left <= 0 or not select.select([s], [], [], left)[0]:
         break
     d = s.recv(256)
-    if len(d) >= 32:
+    if (a.timed or a.untimed) and len(d) == 40:
+        m, t, seq, v, ty, fl, _, sent, rx, tx = struct.unpack(">IIIBBBBQQQ", d)
+        if m == 0x77677370 and ty == 1 and t in tokens:
+            got.add(t)
+            stamped += 0 < rx <= tx
+            if first is None:
+                first = (time.monotonic() - t0) * 1000
+    elif len(d) >= 32:
         m, v, ty, st, _, t, lease, rate, fb = struct.unpack(">IBBBBIIQQ", d[:32])
         if m == 0x77677372 and ty == 1 and t in tokens:
             got.add(t)
             status = st
             if first is None:
                 first = (time.monotonic() - t0) * 1000
-print("answers %d status %s" % (len(got), status))
+if a.timed or a.untimed:
+    print("answers %d stamped %d" % (len(got), stamped))
+else:
+    print("answers %d status %s" % (len(got), status))
 if first is not None:
     print("first answer after %.0f ms" % first)
 PY
@@ -333,6 +351,32 @@ else
 	fail "20 quick requests from cli2: expected 1..6 answers, found '$n'"
 fi
 expect_match "daemon log: cli2 asks too often" 'asks too often; dropped' "$(cat "$DLOG")"
+
+step "i: timed probes (for continuous adaptation) on the same port"
+probe cli "$SRV_TUN4" --timed --count 5
+expect_eq "5 timed probes from cli: answered, stamped with srv's times" "answers 5 stamped 5" "$PROBE"
+probe cli "$SRV_TUN6" --timed --count 2
+expect_eq "over IPv6" "answers 2 stamped 2" "$PROBE"
+FIG+=("timed probe (cli) to its answer: $PROBE_MS ms")
+probe cli "$SRV_TUN4" --untimed
+expect_eq "a plain probe (no flag): the daemon is no general echo" "answers 0 stamped 0" "$PROBE"
+probe cli "$SRV_TUN4" --timed --type 1
+expect_eq "a probe answer: no reply" "answers 0 stamped 0" "$PROBE"
+probe cli "$SRV_V4" --timed
+expect_eq "over the underlay to srv's $SRV_V4: answers" "answers 0 stamped 0" "$PROBE"
+probe srv "$SRV_TUN4" --timed
+expect_eq "from srv itself: answers" "answers 0 stamped 0" "$PROBE"
+probe cli "$SRV_TUN4" --timed --sport 999
+expect_eq "from port 999: answers" "answers 0 stamped 0" "$PROBE"
+# a flood from cli2: the burst (50), then 25 a second
+probe cli2 "$SRV_TUN4" --timed --count 200 --wait 1
+n=$(awk '{ print $2 }' <<<"$PROBE")
+if [ -n "$n" ] && [ "$n" -ge 50 ] && [ "$n" -le 80 ]; then
+	pass "200 quick timed probes from cli2: $n answered (the burst is 50, then 25 a second)"
+else
+	fail "200 quick timed probes from cli2: expected 50..80 answers, found '$n'"
+fi
+expect_eq "after the probes: cli's class ceil unchanged" 15Mbit "$(class_field "$C1" ceil)"
 
 step "g: no client-download: refused, exit 1, class unchanged"
 write_conf "# no client-download"
