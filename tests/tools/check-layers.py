@@ -19,7 +19,7 @@ LAYERS = {
     "shape": {"netlink", "util"},
     "channel": {"proto", "shape", "netlink", "util"},
     "profile": set(),
-    "adapt": set(),
+    "adapt": {"proto"},
     "config": {"channel", "proto", "shape", "netlink", "profile", "util"},
     "nm": {"profile", "util"},
     "daemon": {"config", "channel", "proto", "nm", "shape", "netlink", "profile", "util"},
