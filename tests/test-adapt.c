@@ -198,7 +198,7 @@ static void run(const struct line_case *lc, struct sim *s)
 					printf("%8.3f cap %6.2f rate %6.2f queue %7.1f ms excess "
 					       "%7.1f slope %6.2f %s\n",
 					       t, cap * 8 / 1e6, (double)s->ctl.rate * 8 / 1e6,
-					       d * 1000, (double)s->ctl.excess_us / 1000,
+					       d * 1000, (double)adapt_added_us(&s->ctl) / 1000,
 					       s->ctl.slope, why ? adapt_why_name(why) : "");
 			}
 			last_probe = t;

@@ -95,7 +95,7 @@ static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
 {
 	double slope = c->slope > 0 ? c->slope : 0;
 	double line = c->load / (1 + slope);
-	double excess = (double)c->excess_us / US;
+	double excess = (double)adapt_added_us(c) / US;
 	double drain = c->p.drain_us / US;
 	double f = 1 - excess / drain, t;
 
@@ -164,7 +164,6 @@ static enum adapt_why decay(struct adapt_ctl *c, uint64_t now)
 /* forget the history: a start, or the far end back */
 static void forget(struct adapt_ctl *c)
 {
-	c->excess_us = 0;
 	c->nhist = 0;
 	c->slope = 0;
 }
@@ -179,7 +178,6 @@ static void remember(struct adapt_ctl *c, int64_t excess, uint64_t now)
 	c->hist_at[0] = now;
 	if (c->nhist < ADAPT_HISTORY)
 		c->nhist++;
-	c->excess_us = excess;
 	c->slope = 0;
 	if (c->nhist == ADAPT_HISTORY && c->hist_at[0] > c->hist_at[3]) {
 		/* the mean of the last two against the two before, over their times' span */
@@ -205,14 +203,21 @@ static bool queued(const struct adapt_ctl *c)
 	return true;
 }
 
+/* A first delay, or one under the baseline, is the baseline now: true then. */
+static bool baseline_lower(struct adapt_ctl *c, int64_t delay_us)
+{
+	if (c->have_baseline && delay_us >= c->baseline_us)
+		return false;
+	c->baseline_us = delay_us;
+	c->have_baseline = true;
+	return true;
+}
+
 static void track(struct adapt_ctl *c, const struct adapt_sample *s, double dt, bool idle)
 {
 	double rise;
 
-	if (!c->have_baseline || s->delay_us < c->baseline_us) {
-		c->baseline_us = s->delay_us;
-		c->have_baseline = true;
-	} else {
+	if (!baseline_lower(c, s->delay_us)) {
 		rise = (idle ? c->p.rise_idle_us : c->p.rise_loaded_us) * dt;
 		if ((double)(s->delay_us - c->baseline_us) < rise)
 			c->baseline_us = s->delay_us;
@@ -236,9 +241,7 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 		c->last_us = now;
 		c->lost = false;
 		forget(c);
-		if (!c->have_baseline || s->delay_us < c->baseline_us)
-			c->baseline_us = s->delay_us;
-		c->have_baseline = true;
+		baseline_lower(c, s->delay_us);
 		return ADAPT_NONE;
 	}
 	dt = (double)(now - c->last_us) / US;
@@ -255,12 +258,12 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 	if (queue && !idle && can && (!c->settle_us || c->slope > 0))
 		return cut(c, now);
 	/* the queue a cut found is gone: settle now, not at the latest time */
-	if (c->settle_us && can && c->excess_us < (int64_t)c->p.target_us / 2)
+	if (c->settle_us && can && adapt_added_us(c) < (int64_t)c->p.target_us / 2)
 		c->settle_us = now;
 	why = settle_if_due(c, now);
 	if (why != ADAPT_NONE || c->settle_us || !can)
 		return why;
-	if (loaded && c->excess_us < (int64_t)c->p.target_us / 2)
+	if (loaded && adapt_added_us(c) < (int64_t)c->p.target_us / 2)
 		return raise(c, now);
 	if (idle)
 		return decay(c, now);

@@ -85,7 +85,6 @@ struct adapt_ctl {
 	struct adapt_params p;
 	uint64_t rate; /* bytes/s, what the shaper is at */
 	int64_t baseline_us;
-	int64_t excess_us; /* the last sample over the baseline */
 	/* the last ADAPT_HISTORY samples over the baseline and their times, newest at [0] */
 #define ADAPT_HISTORY 4
 	int64_t hist_us[ADAPT_HISTORY];
@@ -119,10 +118,10 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s);
  */
 enum adapt_why adapt_tick(struct adapt_ctl *c, uint64_t now_us);
 
-/* The current added delay (over the baseline), us; 0 before a sample. */
+/* The current added delay (the last sample over the baseline), us; 0 before one. */
 static inline int64_t adapt_added_us(const struct adapt_ctl *c)
 {
-	return c->excess_us;
+	return c->nhist ? c->hist_us[0] : 0;
 }
 
 #endif
