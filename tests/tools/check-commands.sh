@@ -3,8 +3,8 @@
 #
 # check-commands.sh BUILDDIR [--valgrind]: run wgshape's commands that need no
 # kernel feature and no privileges (help, check-config, show of an empty
-# state folder, set and tune with bad words) and check what they say and how
-# they exit. With --valgrind, each runs under memcheck and a definite leak
+# state folder, set and tune with bad words, plot-trace) and check what they
+# say and how they exit. With --valgrind, each runs under memcheck and a definite leak
 # fails: the unit tests alone would not see a command's leaks.
 set -u
 build=$1
@@ -72,5 +72,35 @@ check 0 '^\[interface wg\\xff0\]' -c "$dir/hostile.conf" check-config
 # a malformed far end is a usage error before the interface is looked at
 check 2 "server: 'a b' is not" tune nosuchif0 server 'a b'
 check 2 "download: 'ftp://x/' is not" tune nosuchif0 ingress ping h download ftp://x/
+
+# plot-trace: a trace gives a chart; a bad one says which line on one line,
+# exits 1 and leaves no chart, not even half of one
+printf '%s\n' '# wgshape adapt trace 1: t dir rate delay rtt load why' \
+	'0.000 egress 20000000 150 31000 19500000 none' '# a comment' \
+	'0.050 egress 8000000 42000 75000 21000000 queue' \
+	'0.100 download 80000000 -40 0 0 idle' >"$dir/good.trace"
+check 0 '^$' plot-trace "$dir/good.trace" "$dir/good.svg"
+if [ "$(grep -c '<polyline' "$dir/good.svg" 2>/dev/null)" != 6 ]; then
+	echo "FAIL: wgshape plot-trace: no chart of two panels in $dir/good.svg"
+	fails=$((fails + 1))
+fi
+check 0 'Usage: wgshape plot-trace' plot-trace --help
+check 2 'takes FILE and OUT.svg' plot-trace "$dir/good.trace"
+check 1 "nothere.trace: No such file" plot-trace "$dir/nothere.trace" "$dir/bad.svg"
+check 1 'good.trace is FILE itself' plot-trace "$dir/good.trace" "$dir/good.trace"
+printf '# wgshape adapt trace 1: t dir rate delay rtt load why\n0.000 egress 1 2 3 4 none\n0.1 up\n' \
+	>"$dir/bad.trace"
+err=$("${wrap[@]}" "$wgshape" plot-trace "$dir/bad.trace" "$dir/bad.svg" 2>&1 >/dev/null)
+rc=$?
+if [ $rc != 1 ] || [ "$(wc -l <<<"$err")" != 1 ] ||
+	! grep -q 'bad.trace: line 3: not a trace record: 2 fields' <<<"$err" ||
+	ls "$dir"/bad.svg* >/dev/null 2>&1; then
+	echo "FAIL: wgshape plot-trace (a bad line) -> exit $rc (want 1), one line, no bad.svg*:"
+	sed 's/^/    /' <<<"$err" | head -5
+	ls "$dir" | sed 's/^/    /'
+	fails=$((fails + 1))
+else
+	echo "ok: wgshape plot-trace (a bad line)"
+fi
 
 [ $fails = 0 ] || { echo "$fails failed"; exit 1; }

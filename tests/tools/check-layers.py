@@ -27,8 +27,8 @@ LAYERS = {
     "serve": {"proto", "netlink", "util"},
     "tune": {"measure", "serve", "proto", "config", "channel", "nm", "shape", "netlink", "profile",
              "util"},
-    "cli": {"daemon", "channel", "tune", "measure", "serve", "proto", "config", "nm", "shape", "netlink",
-            "profile", "util"},
+    "cli": {"daemon", "channel", "tune", "measure", "serve", "adapt", "proto", "config", "nm", "shape",
+            "netlink", "profile", "util"},
 }
 
 # system headers and the one folder that may include them
