@@ -178,16 +178,13 @@ int rate_client_server(struct netlink *nl, const char *ifname, const char *serve
 	return -EINVAL;
 }
 
-int rate_client_ask(const char *ifname, const char *server, unsigned int port, uint64_t rate,
-		    struct rate_msg *answer)
+int rate_client_socket(const char *ifname, const char *server, unsigned int port)
 {
 	union {
 		struct sockaddr_in in;
 		struct sockaddr_in6 in6;
 	} to = { 0 };
-	struct rate_msg req = { .type = RATE_REQUEST, .rate = rate, .token = g_random_int() };
-	uint8_t out[RATE_MSG_SIZE], in[RATE_MSG_MAX];
-	int family = strchr(server, ':') ? AF_INET6 : AF_INET, fd, r = -ETIMEDOUT;
+	int family = strchr(server, ':') ? AF_INET6 : AF_INET, fd, r;
 	socklen_t len;
 
 	if (family == AF_INET) {
@@ -203,7 +200,6 @@ int rate_client_ask(const char *ifname, const char *server, unsigned int port, u
 	}
 	if (r != 1)
 		return -EINVAL;
-	rate_msg_encode(&req, out, sizeof(out));
 	fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -214,28 +210,60 @@ int rate_client_ask(const char *ifname, const char *server, unsigned int port, u
 		close(fd);
 		return r;
 	}
+	return fd;
+}
+
+int rate_client_send(int fd, uint64_t rate, uint32_t token)
+{
+	struct rate_msg req = { .type = RATE_REQUEST, .rate = rate, .token = token };
+	uint8_t out[RATE_MSG_SIZE];
+
+	rate_msg_encode(&req, out, sizeof(out));
+	if (send(fd, out, sizeof(out), MSG_DONTWAIT) < 0 && errno != ECONNREFUSED)
+		return -errno;
+	return 0;
+}
+
+int rate_client_recv(int fd, uint32_t token, struct rate_msg *answer)
+{
+	uint8_t in[RATE_MSG_MAX];
+	struct rate_msg m;
+	ssize_t got = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+
+	if (got < 0)
+		return errno == EAGAIN || errno == ECONNREFUSED ? 0 : -errno;
+	if (rate_msg_parse(in, (size_t)got, &m) < 0 || m.type != RATE_ANSWER || m.token != token)
+		return 0;
+	*answer = m;
+	return 1;
+}
+
+int rate_client_ask(const char *ifname, const char *server, unsigned int port, uint64_t rate,
+		    struct rate_msg *answer)
+{
+	uint32_t token = g_random_int();
+	int fd, r;
+
+	fd = rate_client_socket(ifname, server, port);
+	if (fd < 0)
+		return fd;
 	r = -ETIMEDOUT;
 	for (int t = 0; t < RATE_TRIES && r == -ETIMEDOUT; t++) {
 		int64_t end = g_get_monotonic_time() + RATE_WAIT_MS * 1000;
+		int sent = rate_client_send(fd, rate, token);
 
-		if (send(fd, out, sizeof(out), 0) < 0 && errno != ECONNREFUSED) {
-			r = -errno;
+		if (sent < 0) {
+			r = sent;
 			break;
 		}
 		for (;;) {
 			int64_t left = (end - g_get_monotonic_time()) / 1000;
 			struct pollfd p = { .fd = fd, .events = POLLIN };
-			struct rate_msg m;
-			ssize_t got;
 
 			if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 				break;
-			got = recv(fd, in, sizeof(in), 0);
-			if (got < 0)
-				continue; /* ECONNREFUSED: nothing listens (yet); the next try */
-			if (rate_msg_parse(in, (size_t)got, &m) == 0 && m.type == RATE_ANSWER &&
-			    m.token == req.token) {
-				*answer = m;
+			/* not ours, or ECONNREFUSED (nothing listens yet): wait on */
+			if (rate_client_recv(fd, token, answer) == 1) {
 				r = 0;
 				break;
 			}

@@ -56,6 +56,17 @@ int rate_client_server(struct netlink *nl, const char *ifname, const char *serve
 		       char out[INET6_ADDRSTRLEN], char *why, size_t whylen);
 
 /*
+ * The rate channel without waiting, for a caller with an event loop: a UDP
+ * socket connected to server (an address) on port, bound to ifname (the fd,
+ * or -errno; -EINVAL for an address that is not one); a request for rate
+ * (0 or -errno); one datagram read (1 with the answer to token, 0 when none
+ * waits or it was not that answer, -errno).
+ */
+int rate_client_socket(const char *ifname, const char *server, unsigned int port);
+int rate_client_send(int fd, uint64_t rate, uint32_t token);
+int rate_client_recv(int fd, uint32_t token, struct rate_msg *answer);
+
+/*
  * Ask server (an address) on port, from ifname (the socket is bound to it),
  * for rate bytes/s (0: the server's own): RATE_TRIES tries of RATE_WAIT_MS.
  * 0 with *answer; -ETIMEDOUT when nothing answered; -errno.

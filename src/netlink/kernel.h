@@ -38,6 +38,8 @@ struct link_info {
 /* -ENODEV when there is no such interface. */
 int netlink_link_get(struct netlink *nl, const char *name, struct link_info *out);
 int netlink_link_get_index(struct netlink *nl, int ifindex, struct link_info *out);
+/* The bytes ifindex received and sent (IFLA_STATS64). */
+int netlink_link_bytes(struct netlink *nl, int ifindex, uint64_t *rx, uint64_t *tx);
 /* Every link; *out is malloc'd, free() it. */
 int netlink_link_list(struct netlink *nl, struct link_info **out, size_t *n);
 

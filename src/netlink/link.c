@@ -63,6 +63,53 @@ static int link_get(struct netlink *nl, int ifindex, const char *name, struct li
 	return 0;
 }
 
+struct link_bytes {
+	bool found;
+	uint64_t rx, tx;
+};
+
+static int parse_bytes(struct nl_msg *msg, void *arg)
+{
+	struct link_bytes *out = arg;
+	struct nlmsghdr *hdr = nlmsg_hdr(msg);
+	struct nlattr *tb[IFLA_MAX + 1];
+	struct rtnl_link_stats64 st;
+
+	if (hdr->nlmsg_type != RTM_NEWLINK ||
+	    nlmsg_parse(hdr, sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL) < 0 ||
+	    !tb[IFLA_STATS64] || nla_len(tb[IFLA_STATS64]) < (int)sizeof(st))
+		return 0;
+	memcpy(&st, nla_data(tb[IFLA_STATS64]), sizeof(st));
+	out->found = true;
+	out->rx = st.rx_bytes;
+	out->tx = st.tx_bytes;
+	return 0;
+}
+
+int netlink_link_bytes(struct netlink *nl, int ifindex, uint64_t *rx, uint64_t *tx)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = ifindex };
+	struct link_bytes b = { 0 };
+	struct nl_msg *msg;
+	int r;
+
+	msg = nlmsg_alloc_simple(RTM_GETLINK, NLM_F_REQUEST | NLM_F_ACK);
+	if (!msg)
+		return -ENOMEM;
+	if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	r = netlink_talk(nl, nl->rt, msg, parse_bytes, &b);
+	if (r < 0)
+		return r == -ENOENT ? -ENODEV : r;
+	if (!b.found)
+		return -ENODATA;
+	*rx = b.rx;
+	*tx = b.tx;
+	return 0;
+}
+
 int netlink_link_get(struct netlink *nl, const char *name, struct link_info *out)
 {
 	if (!name || !*name || strlen(name) >= IFNAME_SIZE)
