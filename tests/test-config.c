@@ -1609,6 +1609,75 @@ static void test_rate_channel(void)
 	g_assert_null(cafe->net.server);
 }
 
+/* adapt = yes and its ranges; a client's download = in [interface]. */
+static void test_adapt(void)
+{
+	static const char text[] =
+		"[interface wg0]\n"
+		"egress = 20mbit\n"
+		"download = 40mbit\n" /* a client's: download-min/-max are adapt's */
+		"download-min = 10mbit\n"
+		"server = 10.0.0.1\n"
+		"adapt = yes\n"
+		"adapt-log = /var/log/wgshape-wg0.trace\n"
+		"[interface wg1]\n"
+		"egress = 20mbit\n"
+		"egress-min = 30mbit\n" /* 1: the base under the range */
+		"adapt = yes\n"
+		"[interface wg2]\n"
+		"ingress = 50mbit\n"
+		"ingress-max = 60mbit\n"
+		"adapt = maybe\n" /* 2 */
+		"adapt-log = relative.trace\n" /* 3 */
+		"[interface wg3]\n"
+		"overhead = 60\n"
+		"adapt = yes\n" /* 4: nothing to adapt */
+		"[interface wg4]\n"
+		"download = 10mbit\n"
+		"client-download = yes\n" /* 5: a client's and a server's key */
+		"[network home]\n"
+		"connection-id = Home\n"
+		"interface = wg9\n"
+		"egress = 8mbit\n"
+		"egress-max = 12mbit\n"
+		"download = 30mbit\n"
+		"download-min = 5mbit\n"
+		"download-max = 40mbit\n"
+		"adapt = yes\n";
+	g_autofree char *path = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+	const struct conf_section *c;
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 5);
+	c = config_match(cfg, "wg0");
+	g_assert_true(c->adapt.on);
+	g_assert_cmpuint(c->net.download, ==, 40000000 / 8);
+	g_assert_cmpstr(c->net.server, ==, "10.0.0.1");
+	g_assert_cmpuint(c->adapt.download_min, ==, 10000000 / 8);
+	g_assert_cmpuint(c->adapt.download_max, ==, 40000000 / 8); /* the base */
+	g_assert_cmpuint(c->rate.min, ==, 0); /* not a server's bound */
+	g_assert_cmpuint(c->adapt.egress_min, ==, 20000000 / 8 / 4); /* a quarter of the base */
+	g_assert_cmpuint(c->adapt.egress_max, ==, 20000000 / 8);
+	g_assert_cmpstr(c->adapt.log, ==, "/var/log/wgshape-wg0.trace");
+	g_assert_true(config_client_download(cfg, "wg0"));
+	g_assert_false(config_match(cfg, "wg1")->adapt.on);
+	g_assert_cmpuint(config_match(cfg, "wg1")->req.egress_rate, ==, 20000000 / 8);
+	c = config_match(cfg, "wg2");
+	g_assert_false(c->adapt.on);
+	g_assert_null(c->adapt.log);
+	g_assert_false(config_match(cfg, "wg3")->adapt.on);
+	c = config_match(cfg, "wg4");
+	g_assert_cmpuint(c->net.download, ==, 0);
+	g_assert_cmpint(c->rate.client_download, ==, 1);
+	c = cfg->networks->pdata[0];
+	g_assert_true(c->adapt.on);
+	g_assert_cmpuint(c->adapt.egress_min, ==, 8000000 / 8 / 4);
+	g_assert_cmpuint(c->adapt.egress_max, ==, 12000000 / 8);
+	g_assert_cmpuint(c->adapt.download_min, ==, 5000000 / 8);
+	g_assert_cmpuint(c->adapt.download_max, ==, 40000000 / 8);
+	g_assert_cmpuint(c->adapt.ingress_max, ==, 0);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -1639,5 +1708,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/refuse-special", test_refuse_special);
 	g_test_add_func("/config/warnings-shown", test_warnings_shown);
 	g_test_add_func("/config/rate-channel", test_rate_channel);
+	g_test_add_func("/config/adapt", test_adapt);
 	return g_test_run();
 }

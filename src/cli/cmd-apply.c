@@ -103,6 +103,37 @@ static void check_config_rate(const struct conf_rate *r)
 	print_close_object();
 }
 
+/* adapt = yes and each adapted direction's range. */
+static void check_config_adapt(const struct conf_section *c)
+{
+	static const char *const dirs[] = { "egress", "ingress", "download" };
+	const struct conf_adapt *a = &c->adapt;
+	const uint64_t range[][2] = { { a->egress_min, a->egress_max },
+				      { a->ingress_min, a->ingress_max },
+				      { a->download_min, a->download_max } };
+	char lo[UNITS_BUFSZ], hi[UNITS_BUFSZ];
+
+	if (!a->on)
+		return;
+	print_open_object("adapt");
+	print_text("  adapt");
+	for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
+		if (!range[i][1])
+			continue;
+		format_rate(lo, sizeof(lo), range[i][0]);
+		format_rate(hi, sizeof(hi), range[i][1]);
+		print_open_object(dirs[i]);
+		print_text(" %s", dirs[i]);
+		print_uint_as("min", " %s", range[i][0] * 8, lo);
+		print_uint_as("max", " .. %s", range[i][1] * 8, hi);
+		print_close_object();
+	}
+	if (a->log)
+		print_string("log", ", log %s", a->log);
+	print_text("\n");
+	print_close_object();
+}
+
 static void check_config_iface(const struct config *cfg, const struct conf_section *c)
 {
 	bool idle = c->req.egress == DIR_KEEP && c->req.ingress == DIR_KEEP &&
@@ -121,6 +152,7 @@ static void check_config_iface(const struct config *cfg, const struct conf_secti
 	print_string("where", "  (%s)", c->where);
 	print_text("%s\n", idle ? "  does nothing: no egress or ingress" : "");
 	check_config_rate(&c->rate);
+	check_config_adapt(c);
 	print_string("egress", NULL, dir_name(c->req.egress));
 	print_uint("egress_rate", NULL, c->req.egress_rate * 8);
 	print_string("ingress", NULL, dir_name(c->req.ingress));

@@ -38,6 +38,7 @@ static void conf_section_free(gpointer p)
 	g_strfreev(c->net.match.types);
 	g_strfreev(c->net.tunnels);
 	g_free(c->net.server);
+	g_free(c->adapt.log);
 	g_free(c);
 }
 
@@ -445,6 +446,59 @@ static bool parse_rate_key(struct config *cfg, struct conf_rate *r, const char *
 	return true;
 }
 
+/*
+ * Continuous adaptation's keys: adapt = yes, adapt-log = PATH and the ranges
+ * (download-min/-max only in a [network] profile: in an [interface] section
+ * they bound what the server grants its clients). true when key was one.
+ */
+static bool parse_adapt_key(struct config *cfg, struct conf_section *c, const char *key,
+			    const char *v, const char *file, unsigned int line)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		bool network;
+	} ranges[] = {
+		{ "egress-min", offsetof(struct conf_adapt, egress_min) },
+		{ "egress-max", offsetof(struct conf_adapt, egress_max) },
+		{ "ingress-min", offsetof(struct conf_adapt, ingress_min) },
+		{ "ingress-max", offsetof(struct conf_adapt, ingress_max) },
+		{ "download-min", offsetof(struct conf_adapt, download_min), true },
+		{ "download-max", offsetof(struct conf_adapt, download_max), true },
+	};
+	bool b;
+
+	for (size_t k = 0; k < G_N_ELEMENTS(ranges); k++) {
+		if (strcmp(key, ranges[k].key) != 0 || (ranges[k].network && !c->network))
+			continue;
+		if (!v)
+			warn(cfg, file, line, "%s: not readable as UTF-8 text; skipped", key);
+		else
+			parse_rate_value(cfg, key, v,
+					 (uint64_t *)(void *)((char *)&c->adapt + ranges[k].off),
+					 file, line);
+		return true;
+	}
+	if (strcmp(key, "adapt") && strcmp(key, "adapt-log"))
+		return false;
+	if (!v) {
+		warn(cfg, file, line, "%s: not readable as UTF-8 text; skipped", key);
+	} else if (!strcmp(key, "adapt-log")) {
+		if (!g_path_is_absolute(v))
+			warn(cfg, file, line, "adapt-log = '%s': not an absolute path; skipped",
+			     TEXT_QUOTE(v));
+		else {
+			g_free(c->adapt.log);
+			c->adapt.log = g_strdup(v);
+		}
+	} else if (parse_bool(v, &b) < 0) {
+		warn(cfg, file, line, "adapt = '%s': not yes or no; skipped", TEXT_QUOTE(v));
+	} else {
+		c->adapt.on = b;
+	}
+	return true;
+}
+
 /* A [network] profile's keys for the server: download = RATE, server = ADDR. */
 static bool parse_client_key(struct config *cfg, struct conf_section *c, const char *key,
 			     const char *v, const char *file, unsigned int line)
@@ -551,8 +605,10 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 		if (network && parse_network_key(cfg, c, kf, group, keys[i], file, line))
 			continue;
 		v = get_value(kf, group, keys[i]);
-		if (network ? parse_client_key(cfg, c, keys[i], v, file, line) :
-			      parse_rate_key(cfg, &c->rate, keys[i], v, file, line))
+		if (parse_adapt_key(cfg, c, keys[i], v, file, line))
+			continue;
+		if (parse_client_key(cfg, c, keys[i], v, file, line) ||
+		    (!network && parse_rate_key(cfg, &c->rate, keys[i], v, file, line)))
 			continue;
 		for (k = 0; k < G_N_ELEMENTS(iface_keys); k++)
 			if (!strcmp(keys[i], iface_keys[k].key))
@@ -778,6 +834,50 @@ static void rate_bounds_check(struct config *cfg, const char *where, const char 
 	r->min = r->max = 0;
 }
 
+/*
+ * One direction's range around its base rate: the defaults filled in (a
+ * quarter of the base, the base); false with a warning when it cannot hold.
+ */
+static bool adapt_range(struct config *cfg, const struct conf_section *c, const char *dir,
+			uint64_t base, uint64_t *min, uint64_t *max)
+{
+	if (!base) {
+		if (*min || *max)
+			warn(cfg, c->where, 0, "[%s %s]: %s-min/-max without %s = RATE (the base "
+			     "rate); adapt skipped", c->network ? "network" : "interface",
+			     TEXT_QUOTE(c->name), dir, dir);
+		return !*min && !*max;
+	}
+	if (!*min)
+		*min = MIN(base / 4, *max ? *max : base);
+	if (!*max)
+		*max = MAX(base, *min);
+	if (*min <= base && base <= *max)
+		return true;
+	warn(cfg, c->where, 0, "[%s %s]: %s is not within %s-min .. %s-max; adapt skipped",
+	     c->network ? "network" : "interface", TEXT_QUOTE(c->name), dir, dir, dir);
+	return false;
+}
+
+/* After the words are parsed: adapt = yes needs a base rate and ranges that hold. */
+static bool adapt_check(struct config *cfg, struct conf_section *c)
+{
+	struct conf_adapt *a = &c->adapt;
+	uint64_t eg = c->req.egress == DIR_SET ? c->req.egress_rate : 0;
+	uint64_t in = c->req.ingress == DIR_SET ? c->req.ingress_rate : 0;
+	uint64_t dl = c->net.download;
+
+	if (!adapt_range(cfg, c, "egress", eg, &a->egress_min, &a->egress_max) ||
+	    !adapt_range(cfg, c, "ingress", in, &a->ingress_min, &a->ingress_max) ||
+	    !adapt_range(cfg, c, "download", dl, &a->download_min, &a->download_max))
+		return false;
+	if (eg || in || dl)
+		return true;
+	warn(cfg, c->where, 0, "[%s %s]: adapt = yes but no rate to adapt (egress, ingress or "
+	     "download); adapt skipped", c->network ? "network" : "interface", TEXT_QUOTE(c->name));
+	return false;
+}
+
 /* After all files: a peer needs its key and a rate; its options parse as one line. */
 static void finish_peers(struct config *cfg)
 {
@@ -802,6 +902,25 @@ static void finish_peers(struct config *cfg)
 	remove_marked(cfg->peers, drop);
 }
 
+/*
+ * An [interface] section with download = is a client's: its download-min/-max
+ * are adapt's range, not a server's bounds; with client-download = (a
+ * server's key) too, it is both, and download = goes.
+ */
+static void client_section(struct config *cfg, struct conf_section *c)
+{
+	if (c->rate.client_download >= 0) {
+		warn(cfg, c->where, 0, "[interface %s]: download = (a client's) and "
+		     "client-download = (a server's) in one section; download skipped",
+		     TEXT_QUOTE(c->name));
+		c->net.download = 0;
+		return;
+	}
+	c->adapt.download_min = c->rate.min;
+	c->adapt.download_max = c->rate.max;
+	c->rate.min = c->rate.max = 0;
+}
+
 /* After all files: each section's words, parsed as one `set` line. */
 static void finish_array(struct config *cfg, GPtrArray *arr)
 {
@@ -813,11 +932,15 @@ static void finish_array(struct config *cfg, GPtrArray *arr)
 
 		rate_bounds_check(cfg, c->where, c->network ? "network" : "interface", c->name,
 				  &c->rate);
+		if (!c->network && c->net.download)
+			client_section(cfg, c);
 		if (shape_words_parse((int)c->words->len, (char **)c->words->pdata, &c->req, err,
 				   sizeof(err)) < 0) {
 			warn(cfg, c->where, 0, "[%s %s]: %s; section skipped",
 			     c->network ? "network" : "interface", TEXT_QUOTE(c->name), err);
 			drop[i] = true;
+		} else if (c->adapt.on && !adapt_check(cfg, c)) {
+			c->adapt.on = false; /* shaped as its rates say, not adapted */
 		} else if (c->network && !c->net.tunnels) {
 			warn(cfg, c->where, 0, "[network %s]: no interface = TUNNEL; "
 			     "section skipped", TEXT_QUOTE(c->name));
@@ -1178,12 +1301,14 @@ void config_rate_policy(const struct config *cfg, const char *ifname, const uint
 bool config_client_download(const struct config *cfg, const char *ifname)
 {
 	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+	const struct conf_section *c;
 
 	config_networks_for(cfg, ifname, profs);
 	for (guint i = 0; i < profs->len; i++)
 		if (((const struct conf_section *)profs->pdata[i])->net.download)
 			return true;
-	return false;
+	c = profs->len ? NULL : config_match(cfg, ifname);
+	return c && c->net.download;
 }
 
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out)

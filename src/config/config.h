@@ -21,7 +21,10 @@
 #define CONFIG_DEFAULT_PATH "/etc/wgshape/wgshape.conf"
 
 /* An [interface NAME] section, or a [network NAME] profile. */
-/* What a [network NAME] profile has beyond shaping. */
+/*
+ * What a [network NAME] profile has beyond shaping (download and server also
+ * in a client's [interface] section).
+ */
 struct conf_network {
 	struct net_match match; /* connection-id, connection-uuid, ssid, connection-type */
 	char **tunnels; /* interface = the tunnels it shapes (globs), NULL-terminated */
@@ -38,6 +41,20 @@ struct conf_rate {
 	uint64_t min, max; /* download-min, download-max, bytes/s; 0: not given */
 };
 
+/*
+ * Continuous adaptation (src/daemon/adapt.c): adapt = yes and the range each
+ * controlled direction's rate moves in. The base rates are the section's
+ * egress, ingress and (in a [network] profile) download.
+ */
+struct conf_adapt {
+	bool on; /* adapt = yes */
+	uint64_t egress_min, egress_max; /* bytes/s; 0: not given (base / 4, base) */
+	uint64_t ingress_min, ingress_max;
+	/* with download = only: else, in [interface], they are conf_rate's (a server's) */
+	uint64_t download_min, download_max;
+	char *log; /* adapt-log = PATH: the controllers' trace; NULL: none */
+};
+
 /* A section that says how to shape: [interface NAME] or [network NAME]. */
 struct conf_section {
 	char *name; /* [interface]: an exact name or a glob (wg*); [network]: the profile's name */
@@ -46,6 +63,7 @@ struct conf_section {
 	struct shape_request req; /* parsed from words */
 	int enforce; /* -1: the daemon's default */
 	struct conf_rate rate; /* [interface] only */
+	struct conf_adapt adapt;
 	bool network; /* a [network] profile: net says when and where it applies */
 	bool glob; /* [interface] only: name is a glob */
 	struct conf_network net; /* [network] only */

@@ -28,12 +28,19 @@ static int apply_section(const struct reconciler *rc, const char *ifname,
 {
 	struct shape_request req = c ? c->req : (struct shape_request){ 0 };
 	struct shape_state st = { 0 };
+	struct adapted_rates ad = { 0 };
 	bool had_peers, flow_given;
 
 	had_peers = state_load(rc->statedir, ifname, &st) == 0 && st.peers && st.peers->len;
 	shape_state_clear(&st);
 	if (req.egress == DIR_KEEP && req.ingress == DIR_KEEP && !peers->len && !had_peers)
 		return 0; /* a section with neither direction: nothing to do */
+	if (rc->adapted && c && c->adapt.on)
+		rc->adapted(rc->ud, ifname, &ad);
+	if (ad.egress && req.egress == DIR_SET)
+		req.egress_rate = ad.egress;
+	if (ad.ingress && req.ingress == DIR_SET)
+		req.ingress_rate = ad.ingress;
 	req.peers_action = PEERS_ALL;
 	req.peers = (const struct peer_want *)(void *)peers->data;
 	req.n_peers = peers->len;
@@ -69,7 +76,7 @@ static int clear_if_from(const struct reconciler *rc, const char *ifname, const 
 }
 
 /*
- * A tunnel whose profiles say download = RATE: ask its server (the rate
+ * A tunnel whose profiles (or its [interface] section) say download = RATE: ask its server (the rate
  * channel, src/channel/client.h) for the chosen profile's rate, or for the
  * server's own on a network without one. Asked again only when the wish
  * changed or its lease is due: the hook runs on every event.
@@ -81,8 +88,14 @@ static void client_follow(const struct reconciler *rc, const char *ifname, GPtrA
 	char addr[INET6_ADDRSTRLEN], why[192], source[256], said[256], rate[32];
 	struct rate_record old, rec;
 	uint64_t want = c ? c->net.download : 0;
+	struct adapted_rates ad = { 0 };
 	bool managed = false;
 	int r;
+
+	if (rc->adapted && c && c->adapt.on) {
+		rc->adapted(rc->ud, ifname, &ad);
+		want = ad.download ? ad.download : want;
+	}
 
 	for (guint i = 0; i < profs->len; i++) {
 		const struct conf_section *p = profs->pdata[i];
@@ -102,8 +115,10 @@ static void client_follow(const struct reconciler *rc, const char *ifname, GPtrA
 		log_warn("%s: download rate for the server: %s", ifname, why);
 		return;
 	}
-	if (c)
+	if (c && c->network)
 		snprintf(source, sizeof(source), SOURCE_NETWORK " '%s' (%s)", c->name, c->where);
+	else if (c)
+		snprintf(source, sizeof(source), SOURCE_CONFIG " %s", c->where);
 	else
 		snprintf(source, sizeof(source), "no profile for this network");
 	r = rate_client_request(rc->statedir, ifname, addr, rc->cfg->rate_port, want, source,
@@ -253,6 +268,11 @@ int reconcile_iface(const struct reconciler *rc, const char *ifname)
 	if (profs->len)
 		return reconcile_network(rc, ifname, profs);
 	c = config_match(rc->cfg, ifname);
+	if (c && c->net.download) {
+		/* a client's section: it asks its server for its download */
+		g_ptr_array_add(profs, (gpointer)c);
+		client_follow(rc, ifname, profs, c);
+	}
 	peers_for(rc, ifname, peers);
 	leases_merge(rc, ifname, peers);
 	if (c || peers->len) {
@@ -261,6 +281,19 @@ int reconcile_iface(const struct reconciler *rc, const char *ifname)
 	}
 	return clear_if_from(rc, ifname, SOURCE_CONFIG, "no section matches it any more") ?:
 	       follow_peers(rc, ifname);
+}
+
+const struct conf_section *reconcile_section(const struct reconciler *rc, const char *ifname)
+{
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+	char why[192];
+
+	config_networks_for(rc->cfg, ifname, profs);
+	if (!profs->len)
+		return config_match(rc->cfg, ifname);
+	if (!rc->nets || rc->nets->unknown)
+		return NULL;
+	return config_network_choose(profs, rc->nets, ifname, why, sizeof(why));
 }
 
 int reconcile_all(const struct reconciler *rc)

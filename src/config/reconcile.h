@@ -10,6 +10,11 @@
 #include "config/config.h"
 #include "netlink/kernel.h"
 
+/* The rates continuous adaptation set (src/daemon/adapt.h), bytes/s; 0: the configured one. */
+struct adapted_rates {
+	uint64_t egress, ingress, download;
+};
+
 struct reconciler {
 	struct netlink *nl;
 	const char *statedir;
@@ -17,6 +22,13 @@ struct reconciler {
 	const char *only; /* one interface, or NULL for all */
 	/* the active networks, for [network] profiles; NULL: none known of */
 	const struct net_view *nets;
+	/*
+	 * The rates adaptation set for ifname now, which win over the
+	 * section's (so that enforcing the configuration does not undo them);
+	 * NULL: nothing adapts.
+	 */
+	void (*adapted)(void *ud, const char *ifname, struct adapted_rates *out);
+	void *ud;
 };
 
 #define SOURCE_CONFIG "config"
@@ -33,6 +45,13 @@ bool reconcile_skips(const struct link_info *link);
  * logged).
  */
 int reconcile_iface(const struct reconciler *rc, const char *ifname);
+
+/*
+ * The section that shapes ifname now: the [network] profile the networks in
+ * view choose for it (NULL while they are unknown), else its [interface]
+ * section; NULL when none.
+ */
+const struct conf_section *reconcile_section(const struct reconciler *rc, const char *ifname);
 
 /* Every link there is. Returns how many failed (each logged), or -errno. */
 int reconcile_all(const struct reconciler *rc);
