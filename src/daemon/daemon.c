@@ -20,6 +20,7 @@
 #include "channel/client.h"
 #include "channel/lease.h"
 #include "channel/server.h"
+#include "daemon/adapt.h"
 #include "daemon/daemon.h"
 #include "config/config.h"
 #include "util/log.h"
@@ -48,7 +49,19 @@ struct daemon {
 	guint rate_src[2];
 	guint lease_timer; /* the next end of a client's lease */
 	guint renew_timer; /* this host's own requests, as a client, to renew */
+	GHashTable *adapters; /* ifname -> struct adapter: adapt = yes (daemon/adapt.h) */
+	GHashTable *adapt_why; /* ifname -> why it does not adapt, as last said */
 };
+
+static void adapted(void *ud, const char *ifname, struct adapted_rates *out)
+{
+	struct daemon *d = ud;
+	const struct adapter *a = g_hash_table_lookup(d->adapters, ifname);
+
+	*out = (struct adapted_rates){ 0 };
+	if (a)
+		adapter_rates(a, out);
+}
 
 static struct reconciler reconciler(struct daemon *d)
 {
@@ -57,6 +70,8 @@ static struct reconciler reconciler(struct daemon *d)
 		.statedir = d->opts->statedir,
 		.cfg = d->cfg,
 		.only = d->only,
+		.adapted = adapted,
+		.ud = d,
 	};
 }
 
@@ -155,6 +170,111 @@ static void watch_holds(struct daemon *d)
 		held(d, val);
 }
 
+/* An adapter's new egress or ingress rate: shape ifname again, now. */
+static void reshape(void *ud, const char *ifname)
+{
+	struct daemon *d = ud;
+	struct reconciler rc = reconciler(d);
+	struct nm_nets *nets = NULL;
+
+	if (d->nm) {
+		nm_watch_nets(d->nm, &nets);
+		rc.nets = &nets->view;
+	}
+	reconcile_iface(&rc, ifname);
+	nm_nets_free(nets);
+}
+
+static bool name_known(struct daemon *d, const char *ifname)
+{
+	GHashTableIter it;
+	gpointer val;
+
+	g_hash_table_iter_init(&it, d->names);
+	while (g_hash_table_iter_next(&it, NULL, &val))
+		if (!strcmp(val, ifname))
+			return true;
+	return false;
+}
+
+/* Say once why ifname does not adapt (NULL: it does, or need not). */
+static void adapt_say(struct daemon *d, const char *ifname, const char *why)
+{
+	const char *old = g_hash_table_lookup(d->adapt_why, ifname);
+
+	if (!why) {
+		g_hash_table_remove(d->adapt_why, ifname);
+		return;
+	}
+	if (old && !strcmp(old, why))
+		return;
+	log_warn("%s: adapt = yes, but %s: shaped at its configured rates", ifname, why);
+	g_hash_table_replace(d->adapt_why, g_strdup(ifname), g_strdup(why));
+}
+
+/*
+ * After a reconciling pass: an adapter for every tunnel whose section says
+ * adapt = yes (made again when the section changed), none for the others,
+ * which get their configured rates back.
+ */
+static void adapt_sync(struct daemon *d, const struct reconciler *rc)
+{
+	struct adapt_env env = { .nl = d->nl, .statedir = d->opts->statedir,
+				 .port = d->cfg->rate_port, .reshape = reshape, .ud = d };
+	g_autoptr(GPtrArray) gone = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer key, val;
+
+	g_hash_table_iter_init(&it, d->names);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		const char *name = val;
+		const struct conf_section *c = reconcile_section(rc, name);
+		struct adapter *a = g_hash_table_lookup(d->adapters, name);
+		char server[INET6_ADDRSTRLEN], why[256];
+
+		if (!c || !c->adapt.on || (d->only && strcmp(d->only, name) != 0) ||
+		    state_holder(d->opts->statedir, name) > 0) {
+			if (a)
+				g_ptr_array_add(gone, g_strdup(name));
+			adapt_say(d, name, NULL);
+			continue;
+		}
+		if (!d->cfg->rate_port) {
+			adapt_say(d, name, "rate-port = 0 (the far end answers probes there)");
+			continue;
+		}
+		if (rate_client_server(d->nl, name, c->net.server, server, why,
+				       sizeof(why)) < 0) {
+			adapt_say(d, name, why);
+			continue;
+		}
+		if (a && adapter_matches(a, c, server))
+			continue;
+		if (a)
+			g_hash_table_remove(d->adapters, name);
+		a = adapter_new(&env, name, c, server, why, sizeof(why));
+		if (!a) {
+			adapt_say(d, name, why);
+			schedule(d, name, 0);
+			continue;
+		}
+		adapt_say(d, name, NULL);
+		g_hash_table_replace(d->adapters, g_strdup(name), a);
+		log_info("%s: adapting its rates, probing %s port %u", name, server, env.port);
+	}
+	/* and those whose tunnel is gone */
+	g_hash_table_iter_init(&it, d->adapters);
+	while (g_hash_table_iter_next(&it, &key, NULL))
+		if (!name_known(d, key))
+			g_ptr_array_add(gone, g_strdup(key));
+	for (guint i = 0; i < gone->len; i++) {
+		log_info("%s: no longer adapted: back to its configured rates",
+			 (const char *)gone->pdata[i]);
+		g_hash_table_remove(d->adapters, gone->pdata[i]);
+		schedule(d, gone->pdata[i], 0);
+	}
+}
+
 static gboolean on_idle(gpointer data)
 {
 	struct daemon *d = data;
@@ -174,6 +294,7 @@ static gboolean on_idle(gpointer data)
 		log_debug("reconciling every interface");
 		watch_holds(d);
 		reconcile_all(&rc);
+		adapt_sync(d, &rc);
 		nm_nets_free(nets);
 		return G_SOURCE_REMOVE;
 	}
@@ -190,6 +311,7 @@ static gboolean on_idle(gpointer data)
 				 (double)(g_get_monotonic_time() - since) / 1000.0);
 		g_hash_table_iter_remove(&it);
 	}
+	adapt_sync(d, &rc);
 	nm_nets_free(nets);
 	return G_SOURCE_REMOVE;
 }
@@ -244,6 +366,9 @@ static void on_event(const struct netlink_event *ev, void *arg)
 		if (!strncmp(ev->ifname, "ifb4", 4) && (name = ifb_owner(d, ev->ifname)) &&
 		    enforced(d, name))
 			schedule(d, name, 0);
+		name = g_hash_table_lookup(d->names, GINT_TO_POINTER(ev->ifindex));
+		if (name && g_hash_table_remove(d->adapters, name))
+			log_info("%s: gone: no longer adapted", ev->ifname);
 		g_hash_table_remove(d->names, GINT_TO_POINTER(ev->ifindex));
 		return;
 	case NL_EVENT_LINK_NEW:
@@ -723,6 +848,9 @@ int daemon_run(const struct daemon_opts *opts)
 	d.pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	d.holds = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, hold_watch_free);
 	d.peer_sums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	d.adapters = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					   (GDestroyNotify)adapter_free);
+	d.adapt_why = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	d.loop = g_main_loop_new(NULL, FALSE);
 
 	/* Subscribed before the first pass, so nothing that happens in between is missed. */
@@ -730,8 +858,10 @@ int daemon_run(const struct daemon_opts *opts)
 	rc = reconciler(&d);
 	watch_holds(&d);
 	/* With profiles, the first pass waits for NetworkManager's answer (on_nm). */
-	if (!follow_nm(&d))
+	if (!follow_nm(&d)) {
 		reconcile_all(&rc);
+		adapt_sync(&d, &rc);
+	}
 
 	g_unix_fd_add(netlink_events_fd(d.ev), G_IO_IN, on_netlink, &d);
 	peer_poll_maybe(&d);
@@ -746,6 +876,12 @@ int daemon_run(const struct daemon_opts *opts)
 	g_main_loop_run(d.loop);
 
 	notify_systemd("STOPPING=1");
+	if (g_hash_table_size(d.adapters)) {
+		/* the configured rates back: the adapters' go with them */
+		g_hash_table_remove_all(d.adapters);
+		rc = reconciler(&d);
+		reconcile_all(&rc);
+	}
 	rate_server_stop(&d);
 	if (d.cfg->clear_on_exit)
 		clear_configured(&d);
@@ -761,6 +897,10 @@ out:
 		g_hash_table_unref(d.holds);
 	if (d.peer_sums)
 		g_hash_table_unref(d.peer_sums);
+	if (d.adapters)
+		g_hash_table_unref(d.adapters);
+	if (d.adapt_why)
+		g_hash_table_unref(d.adapt_why);
 	nm_watch_free(d.nm);
 	netlink_events_close(d.ev);
 	netlink_close(d.nl);

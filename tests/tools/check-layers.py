@@ -22,7 +22,7 @@ LAYERS = {
     "adapt": {"proto"},
     "config": {"channel", "proto", "shape", "netlink", "profile", "util"},
     "nm": {"profile", "util"},
-    "daemon": {"config", "channel", "proto", "nm", "shape", "netlink", "profile", "util"},
+    "daemon": {"config", "channel", "adapt", "proto", "nm", "shape", "netlink", "profile", "util"},
     "measure": {"proto", "util"},
     "serve": {"proto", "netlink", "util"},
     "tune": {"measure", "serve", "proto", "config", "channel", "nm", "shape", "netlink", "profile",

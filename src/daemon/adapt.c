@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * One tunnel's adaptation (adapt.h): a timer, the prober's socket and the
+ * rate channel's socket are its inputs.
+ *
+ * Timing. Idle, the timer looks at the counters every IDLE_TICK_MS and
+ * probes once a second; traffic (a direction sending a tenth of its rate)
+ * brings the probes to every LOADED_TICK_MS until every direction has been
+ * idle for a second. The controllers' own timer work (a settle falling due,
+ * the far end's silence) rides on the same ticks.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <glib.h>
+#include <glib-unix.h>
+
+#include "adapt/controller.h"
+#include "adapt/probe.h"
+#include "adapt/trace.h"
+#include "channel/client.h"
+#include "channel/lease.h"
+#include "daemon/adapt.h"
+#include "shape/shape.h"
+#include "shape/state.h"
+#include "shape/units.h"
+#include "util/log.h"
+
+#define LOADED_TICK_MS 50
+#define IDLE_TICK_MS 200
+#define IDLE_PROBE_US 1000000
+#define IDLE_AFTER_US 1000000 /* no direction loaded this long: back to idle ticks */
+#define STATE_EVERY_US 1000000
+#define DOWNLOAD_RENEW_US (RATE_RENEW_S / 2 * G_USEC_PER_SEC)
+
+enum { AD_EGRESS, AD_INGRESS, AD_DOWNLOAD, AD_N };
+static const char *const dir_names[AD_N] = { "egress", "ingress", "download" };
+static const enum adapt_trace_dir trace_dirs[AD_N] = { ADAPT_TRACE_EGRESS, ADAPT_TRACE_INGRESS,
+						       ADAPT_TRACE_DOWNLOAD };
+
+struct adapt_dir {
+	bool on;
+	struct adapt_ctl ctl;
+	uint64_t min, base, max; /* as configured, bytes/s */
+	uint64_t bytes; /* the counter at the last sample */
+	uint64_t look_bytes; /* ... and at the last idle look */
+	bool have_bytes, have_look;
+	uint64_t applied; /* the rate in place (the server's answer for the download); 0: base */
+	int64_t changed_at; /* CLOCK_REALTIME s of the last change */
+	enum adapt_why last_why;
+};
+
+struct adapter {
+	struct adapt_env env;
+	char ifname[IFNAME_SIZE];
+	char ifb[IFNAME_SIZE];
+	char server[INET6_ADDRSTRLEN];
+	int ifindex, ifb_index; /* 0: to be looked up */
+	char *log; /* the trace's path, as configured */
+	struct adapt_dir dir[AD_N];
+	struct adapt_probe *probe;
+	guint probe_src, timer;
+	bool fast;
+	gint64 last_probe_us, loaded_at_us, state_at_us;
+	bool state_dirty;
+	/* the download, through the rate channel */
+	int rate_fd;
+	guint rate_src;
+	uint32_t token;
+	uint64_t asked; /* the rate of the request in flight (or the last) */
+	uint64_t confirmed; /* the rate asked of the last request the server applied */
+	gint64 asked_at_us;
+	struct adapt_trace *trace;
+	bool trace_failed; /* the last line could not be written (said once) */
+	bool unstamped_said, lost_said;
+};
+
+static uint64_t now_us(void)
+{
+	return (uint64_t)g_get_monotonic_time();
+}
+
+/* ifname's index, looked up again when it is not known or the link is gone. */
+static int index_of(struct adapter *a, const char *ifname, int *cache, bool again)
+{
+	struct link_info link;
+	int r;
+
+	if (*cache && !again)
+		return 0;
+	r = netlink_link_get(a->env.nl, ifname, &link);
+	*cache = r == 0 ? link.ifindex : 0;
+	return r;
+}
+
+/* What direction i's shaper sent (or the tunnel received), in total. */
+static int read_counter(struct adapter *a, int i, uint64_t *out)
+{
+	const char *dev = i == AD_INGRESS ? a->ifb : a->ifname;
+	int *cache = i == AD_INGRESS ? &a->ifb_index : &a->ifindex;
+	struct qdisc_info q = { 0 };
+	uint64_t tx;
+	int r;
+
+	for (int again = 0; again < 2; again++) {
+		r = index_of(a, dev, cache, again);
+		if (r < 0)
+			return r;
+		if (i == AD_DOWNLOAD)
+			r = netlink_link_bytes(a->env.nl, *cache, out, &tx);
+		else
+			r = netlink_qdisc_root(a->env.nl, *cache, &q);
+		if (r != -ENODEV && r != -ENOENT)
+			break;
+	}
+	if (r == 0 && i != AD_DOWNLOAD) {
+		if (strcmp(q.kind, "cake") != 0)
+			r = -ENOENT;
+		else
+			*out = q.stats.bytes;
+	}
+	qdisc_info_clear(&q);
+	return r;
+}
+
+static void trace_row(struct adapter *a, int i, const struct adapt_ctl *c, enum adapt_why why,
+		      uint32_t rtt_us)
+{
+	struct adapt_trace_row row = {
+		.dir = trace_dirs[i],
+		.rate_bps = c->rate * 8,
+		.delay_us = adapt_added_us(c),
+		.rtt_us = rtt_us,
+		.load_bps = (uint64_t)(c->load * 8),
+		.why = why,
+	};
+
+	int r;
+
+	if (!a->trace)
+		return;
+	r = adapt_trace_write(a->trace, now_us(), &row);
+	if (r < 0 && !a->trace_failed)
+		log_warn("%s: adapt-log %s: %s; lines are lost until it can be written", a->ifname,
+			 a->log, strerror(-r));
+	a->trace_failed = r < 0;
+}
+
+static void rate_ask(struct adapter *a, uint64_t rate)
+{
+	int r;
+
+	a->token = g_random_int();
+	a->asked = rate;
+	a->asked_at_us = g_get_monotonic_time();
+	r = rate_client_send(a->rate_fd, rate, a->token);
+	if (r < 0)
+		log_debug("%s: adapt: asking %s for the download rate: %s", a->ifname, a->server,
+			  strerror(-r));
+}
+
+/* Direction i's controller changed its rate (why): put it in place. */
+static void apply(struct adapter *a, int i, enum adapt_why why)
+{
+	struct adapt_dir *d = &a->dir[i];
+	char rate[UNITS_BUFSZ];
+
+	d->last_why = why;
+	d->changed_at = time(NULL);
+	a->state_dirty = true;
+	format_rate(rate, sizeof(rate), d->ctl.rate);
+	log_debug("%s: adapt: %s %s (%s; %+.1f ms over the baseline)", a->ifname, dir_names[i],
+		  rate, adapt_why_name(why), (double)adapt_added_us(&d->ctl) / 1000);
+	if (i == AD_DOWNLOAD) {
+		rate_ask(a, d->ctl.rate);
+		return;
+	}
+	d->applied = d->ctl.rate;
+	a->env.reshape(a->env.ud, a->ifname);
+}
+
+static void note_lost(struct adapter *a, enum adapt_why why)
+{
+	if (why == ADAPT_LOST && !a->lost_said) {
+		log_warn("%s: adapt: %s stopped answering probes: back to the base rates", a->ifname,
+			 a->server);
+		a->lost_said = true;
+	}
+}
+
+static void write_state(struct adapter *a)
+{
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	g_autofree char *data = NULL, *name = NULL;
+	gsize len;
+
+	g_key_file_set_string(kf, "adapt", "server", a->server);
+	g_key_file_set_boolean(kf, "adapt", "lost", a->lost_said);
+	g_key_file_set_boolean(kf, "adapt", "stamped", !a->unstamped_said);
+	for (int i = 0; i < AD_N; i++) {
+		const struct adapt_dir *d = &a->dir[i];
+		const char *g = dir_names[i];
+
+		if (!d->on)
+			continue;
+		g_key_file_set_uint64(kf, g, "rate", d->ctl.rate * 8);
+		g_key_file_set_uint64(kf, g, "applied", (d->applied ? d->applied : d->base) * 8);
+		g_key_file_set_uint64(kf, g, "min", d->min * 8);
+		g_key_file_set_uint64(kf, g, "base", d->base * 8);
+		g_key_file_set_uint64(kf, g, "max", d->max * 8);
+		g_key_file_set_int64(kf, g, "baseline_us", d->ctl.baseline_us);
+		g_key_file_set_int64(kf, g, "delay_us", adapt_added_us(&d->ctl));
+		g_key_file_set_uint64(kf, g, "rtt_us", d->ctl.rtt_min_us);
+		g_key_file_set_uint64(kf, g, "load", (uint64_t)(d->ctl.load * 8));
+		g_key_file_set_int64(kf, g, "changed", d->changed_at);
+		g_key_file_set_string(kf, g, "why", adapt_why_name(d->last_why));
+	}
+	data = g_key_file_to_data(kf, &len, NULL);
+	name = g_strconcat(a->ifname, ADAPT_STATE_SUFFIX, NULL);
+	if (state_file_write(a->env.statedir, name, data, len) < 0)
+		log_debug("%s: adapt: could not write %s", a->ifname, name);
+	a->state_dirty = false;
+	a->state_at_us = g_get_monotonic_time();
+}
+
+static void send_probe(struct adapter *a)
+{
+	int r = adapt_probe_send(a->probe);
+
+	a->last_probe_us = g_get_monotonic_time();
+	if (r < 0)
+		log_debug("%s: adapt: probe: %s", a->ifname, strerror(-r));
+}
+
+static gboolean on_tick(gpointer data);
+
+static void set_fast(struct adapter *a, bool fast)
+{
+	if (a->fast == fast && a->timer)
+		return;
+	a->fast = fast;
+	if (a->timer)
+		g_source_remove(a->timer);
+	a->timer = g_timeout_add(fast ? LOADED_TICK_MS : IDLE_TICK_MS, on_tick, a);
+}
+
+static gboolean on_tick(gpointer data)
+{
+	struct adapter *a = data;
+	uint64_t t = now_us();
+	bool traffic = false;
+
+	for (int i = 0; i < AD_N; i++) {
+		struct adapt_dir *d = &a->dir[i];
+		enum adapt_why why;
+		uint64_t bytes;
+
+		if (!d->on)
+			continue;
+		why = adapt_tick(&d->ctl, t);
+		note_lost(a, why);
+		if (why != ADAPT_NONE) {
+			trace_row(a, i, &d->ctl, why, 0);
+			apply(a, i, why);
+		}
+		if (d->ctl.load >= d->ctl.p.idle_frac * (double)d->ctl.rate)
+			a->loaded_at_us = (gint64)t;
+		/* idle: traffic since the last look brings the probes forward */
+		if (!a->fast && read_counter(a, i, &bytes) == 0) {
+			if (d->have_look && (double)(bytes - d->look_bytes) * 1000 / IDLE_TICK_MS >=
+						    d->ctl.p.idle_frac * (double)d->ctl.rate)
+				traffic = true;
+			d->look_bytes = bytes;
+			d->have_look = true;
+		}
+	}
+	if (traffic)
+		a->loaded_at_us = (gint64)t;
+	if (a->fast || traffic || (gint64)t - a->last_probe_us >= IDLE_PROBE_US)
+		send_probe(a);
+	set_fast(a, (gint64)t - a->loaded_at_us < IDLE_AFTER_US);
+	if (a->dir[AD_DOWNLOAD].on && (gint64)t - a->asked_at_us >= DOWNLOAD_RENEW_US)
+		rate_ask(a, a->dir[AD_DOWNLOAD].ctl.rate); /* renew the lease */
+	if (a->state_dirty && (gint64)t - a->state_at_us >= STATE_EVERY_US)
+		write_state(a);
+	return G_SOURCE_CONTINUE;
+}
+
+/* One answer: a sample for each direction. */
+static void on_owd(struct adapter *a, const struct adapt_owd *o)
+{
+	if (!o->stamped) {
+		if (!a->unstamped_said)
+			log_warn("%s: adapt: %s answers probes without its times (an older "
+				 "wgshape): no one-way delays, no adaptation", a->ifname, a->server);
+		a->unstamped_said = true;
+		return;
+	}
+	if (a->lost_said) {
+		log_info("%s: adapt: %s answers probes again", a->ifname, a->server);
+		a->lost_said = false;
+	}
+	for (int i = 0; i < AD_N; i++) {
+		struct adapt_dir *d = &a->dir[i];
+		struct adapt_sample s = {
+			.now_us = o->back_ns / 1000,
+			.delay_us = (i == AD_EGRESS ? o->up_ns : o->down_ns) / 1000,
+			.rtt_us = (uint32_t)MAX(o->rtt_ns / 1000, 0),
+		};
+		enum adapt_why why;
+		uint64_t bytes;
+
+		if (!d->on || read_counter(a, i, &bytes) < 0)
+			continue;
+		s.sent = d->have_bytes && bytes >= d->bytes ? bytes - d->bytes : 0;
+		d->bytes = bytes;
+		if (!d->have_bytes) {
+			d->have_bytes = true;
+			continue; /* the first look: nothing to compare with */
+		}
+		why = adapt_sample(&d->ctl, &s);
+		trace_row(a, i, &d->ctl, why, s.rtt_us);
+		if (why != ADAPT_NONE)
+			apply(a, i, why);
+		else
+			a->state_dirty = true;
+	}
+}
+
+static gboolean on_probe_fd(gint fd, GIOCondition cond, gpointer data)
+{
+	struct adapter *a = data;
+	struct adapt_owd o;
+	int r;
+
+	while ((r = adapt_probe_read(a->probe, &o)) == 1)
+		on_owd(a, &o);
+	if (r < 0 && r != -ECONNREFUSED)
+		log_debug("%s: adapt: reading answers: %s", a->ifname, strerror(-r));
+	return G_SOURCE_CONTINUE;
+}
+
+static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)
+{
+	struct adapter *a = data;
+	struct adapt_dir *d = &a->dir[AD_DOWNLOAD];
+	struct rate_record rec;
+	struct rate_msg m;
+	char said[256];
+
+	while (rate_client_recv(fd, a->token, &m) == 1) {
+		if (m.status != RATE_APPLIED && m.status != RATE_CLAMPED) {
+			rec = (struct rate_record){ .status = m.status };
+			rate_record_describe(&rec, said, sizeof(said));
+			log_warn("%s: adapt: asked %s for the download rate: %s; the download is "
+				 "not adapted", a->ifname, a->server, said);
+			d->on = false;
+			a->confirmed = 0;
+			a->state_dirty = true;
+			continue;
+		}
+		d->applied = m.rate;
+		if (m.status == RATE_CLAMPED)
+			d->ctl.rate = m.rate;
+		a->confirmed = a->asked;
+		rec = (struct rate_record){ .asked = a->asked, .port = a->env.port,
+					    .at = time(NULL), .at_boot = lease_now(),
+					    .status = m.status, .rate = m.rate,
+					    .fallback = m.fallback, .lease = m.lease };
+		g_strlcpy(rec.server, a->server, sizeof(rec.server));
+		g_strlcpy(rec.source, "adapt", sizeof(rec.source));
+		rate_record_save(a->env.statedir, a->ifname, &rec);
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+static void dir_init(struct adapt_dir *d, uint64_t min, uint64_t base, uint64_t max)
+{
+	struct adapt_params p;
+
+	if (!base)
+		return;
+	d->on = true;
+	d->min = min;
+	d->base = base;
+	d->max = max;
+	adapt_params_default(&p, min, base, max);
+	adapt_init(&d->ctl, &p);
+}
+
+struct adapter *adapter_new(const struct adapt_env *env, const char *ifname,
+			    const struct conf_section *c, const char *server, char *why,
+			    size_t whylen)
+{
+	struct adapter *a = g_new0(struct adapter, 1);
+	const struct conf_adapt *ca = &c->adapt;
+	int r;
+
+	a->env = *env;
+	a->rate_fd = -1;
+	g_strlcpy(a->ifname, ifname, sizeof(a->ifname));
+	g_strlcpy(a->server, server, sizeof(a->server));
+	shape_ifb_name(ifname, a->ifb);
+	a->log = g_strdup(ca->log);
+	dir_init(&a->dir[AD_EGRESS], ca->egress_min,
+		 c->req.egress == DIR_SET ? c->req.egress_rate : 0, ca->egress_max);
+	/* the download at the server when a profile asks for one; else the IFB's */
+	if (c->net.download)
+		dir_init(&a->dir[AD_DOWNLOAD], ca->download_min, c->net.download,
+			 ca->download_max);
+	else
+		dir_init(&a->dir[AD_INGRESS], ca->ingress_min,
+			 c->req.ingress == DIR_SET ? c->req.ingress_rate : 0, ca->ingress_max);
+	r = adapt_probe_open(ifname, server, env->port, &a->probe);
+	if (r < 0) {
+		snprintf(why, whylen, "probes to %s port %u: %s", server, env->port, strerror(-r));
+		goto fail;
+	}
+	if (a->dir[AD_DOWNLOAD].on) {
+		a->rate_fd = rate_client_socket(ifname, server, env->port);
+		if (a->rate_fd < 0) {
+			snprintf(why, whylen, "the rate channel to %s: %s", server,
+				 strerror(-a->rate_fd));
+			goto fail;
+		}
+		a->rate_src = g_unix_fd_add(a->rate_fd, G_IO_IN, on_rate_fd, a);
+		a->asked_at_us = g_get_monotonic_time(); /* the base rate: asked by reconcile */
+	}
+	if (a->log && (r = adapt_trace_open(a->log, now_us(), &a->trace)) < 0)
+		log_warn("%s: adapt-log %s: %s; no trace", ifname, a->log, strerror(-r));
+	a->probe_src = g_unix_fd_add(adapt_probe_fd(a->probe), G_IO_IN, on_probe_fd, a);
+	set_fast(a, false);
+	send_probe(a);
+	a->state_dirty = true;
+	return a;
+fail:
+	adapter_free(a);
+	return NULL;
+}
+
+void adapter_free(struct adapter *a)
+{
+	g_autofree char *name = NULL;
+
+	if (!a)
+		return;
+	if (a->timer)
+		g_source_remove(a->timer);
+	if (a->probe_src)
+		g_source_remove(a->probe_src);
+	if (a->rate_src)
+		g_source_remove(a->rate_src);
+	if (a->rate_fd >= 0)
+		close(a->rate_fd);
+	adapt_probe_free(a->probe);
+	adapt_trace_close(a->trace);
+	name = g_strconcat(a->ifname, ADAPT_STATE_SUFFIX, NULL);
+	state_file_remove(a->env.statedir, name);
+	g_free(a->log);
+	g_free(a);
+}
+
+bool adapter_matches(const struct adapter *a, const struct conf_section *c, const char *server)
+{
+	const struct conf_adapt *ca = &c->adapt;
+	const struct adapt_dir *eg = &a->dir[AD_EGRESS], *in = &a->dir[AD_INGRESS],
+			       *dl = &a->dir[AD_DOWNLOAD];
+	uint64_t dl_base = c->net.download;
+	uint64_t in_base = !dl_base && c->req.ingress == DIR_SET ? c->req.ingress_rate : 0;
+	uint64_t eg_base = c->req.egress == DIR_SET ? c->req.egress_rate : 0;
+
+	return !strcmp(a->server, server) && g_strcmp0(a->log, ca->log) == 0 &&
+	       eg->base == eg_base && (!eg_base || (eg->min == ca->egress_min &&
+						    eg->max == ca->egress_max)) &&
+	       in->base == in_base && (!in_base || (in->min == ca->ingress_min &&
+						    in->max == ca->ingress_max)) &&
+	       dl->base == dl_base &&
+	       (!dl_base || (dl->min == ca->download_min && dl->max == ca->download_max));
+}
+
+void adapter_rates(const struct adapter *a, struct adapted_rates *out)
+{
+	*out = (struct adapted_rates){
+		.egress = a->dir[AD_EGRESS].on ? a->dir[AD_EGRESS].applied : 0,
+		.ingress = a->dir[AD_INGRESS].on ? a->dir[AD_INGRESS].applied : 0,
+		.download = a->dir[AD_DOWNLOAD].on ? a->confirmed : 0,
+	};
+}
