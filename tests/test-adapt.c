@@ -46,6 +46,8 @@ struct line_case {
 	double share_min; /* delivered / capacity over the loaded time */
 	double react_max_s; /* after a drop, the queue under 30 ms within this */
 	double steady_from; /* > 0: from this time on, no oscillation */
+	/* the load counted after the line (a download at the client), not at the shaper */
+	bool delivered;
 };
 
 struct sim {
@@ -141,6 +143,7 @@ static void run(const struct line_case *lc, struct sim *s)
 	s->drop_at = -1;
 	adapt_params_default(&p, (uint64_t)MBIT(lc->min), (uint64_t)MBIT(lc->base),
 			     (uint64_t)MBIT(lc->max));
+	p.delivered = lc->delivered;
 	adapt_init(&s->ctl, &p);
 	/* 1.2 s of the fastest rate the schedule has */
 	for (size_t i = 0; i < G_N_ELEMENTS(lc->phases); i++)
@@ -156,10 +159,10 @@ static void run(const struct line_case *lc, struct sim *s)
 		prev_cap = cap;
 		was_loaded = loaded;
 
-		s->sent += send;
 		s->q = fmin(s->q + send, s->buf);
 		out = fmin(s->q, cap * DT);
 		s->q -= out;
+		s->sent += lc->delivered ? out : send;
 		d = s->q / cap;
 		if (loaded) {
 			s->delivered += out;
@@ -253,7 +256,8 @@ static void test_line(gconstpointer data)
 		g_test_message("%s: steady: %u cuts, rate %.2f..%.2f Mbit/s on a %.2f Mbit/s line",
 			       lc->name, s.steady_cuts, s.steady_lo * 8 / 1e6,
 			       s.steady_hi * 8 / 1e6, s.steady_cap * 8 / 1e6);
-		g_assert_cmpuint(s.steady_cuts, <=, 6);
+		/* a look past the ceiling every 3 s or so, each a small cut: not more */
+		g_assert_cmpuint(s.steady_cuts, <=, 12);
 		g_assert_cmpfloat(s.steady_lo, >=, 0.80 * s.steady_cap);
 		g_assert_cmpfloat(s.steady_hi, <=, 1.08 * s.steady_cap);
 	}
@@ -275,6 +279,13 @@ static const struct line_case cases[] = {
 		.name = "step 30-8-30, base 8",
 		.phases = { { 20, 30, 30, true }, { 20, 8, 8, true }, { 20, 30, 30, true } },
 		.base = 8, .min = 2, .max = 40, .noise_ms = 2,
+		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2,
+	},
+	{
+		/* the download, counted as the client receives it */
+		.name = "step 30-8-30, delivered",
+		.phases = { { 20, 30, 30, true }, { 20, 8, 8, true }, { 20, 30, 30, true } },
+		.base = 28, .min = 2, .max = 40, .noise_ms = 2, .delivered = true,
 		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2,
 	},
 	{
@@ -320,7 +331,7 @@ static void test_idle_returns(void)
 {
 	struct sim s;
 
-	run(&cases[5], &s);
+	run(&cases[6], &s);
 	g_test_message("idle: %.2f Mbit/s after 60 s idle (base 30)", (double)s.ctl.rate * 8 / 1e6);
 	g_assert_cmpfloat(fabs((double)s.ctl.rate - MBIT(30)), <=, 0.05 * MBIT(30));
 	g_array_free(s.delays, TRUE);

@@ -1656,7 +1656,7 @@ static void test_adapt(void)
 	g_assert_cmpuint(c->adapt.download_min, ==, 10000000 / 8);
 	g_assert_cmpuint(c->adapt.download_max, ==, 40000000 / 8); /* the base */
 	g_assert_cmpuint(c->rate.min, ==, 0); /* not a server's bound */
-	g_assert_cmpuint(c->adapt.egress_min, ==, 20000000 / 8 / 4); /* a quarter of the base */
+	g_assert_cmpuint(c->adapt.egress_min, ==, 20000000 / 8 / 10); /* a tenth of the base */
 	g_assert_cmpuint(c->adapt.egress_max, ==, 20000000 / 8);
 	g_assert_cmpstr(c->adapt.log, ==, "/var/log/wgshape-wg0.trace");
 	g_assert_true(config_client_download(cfg, "wg0"));
@@ -1671,7 +1671,7 @@ static void test_adapt(void)
 	g_assert_cmpint(c->rate.client_download, ==, 1);
 	c = cfg->networks->pdata[0];
 	g_assert_true(c->adapt.on);
-	g_assert_cmpuint(c->adapt.egress_min, ==, 8000000 / 8 / 4);
+	g_assert_cmpuint(c->adapt.egress_min, ==, 8000000 / 8 / 10);
 	g_assert_cmpuint(c->adapt.egress_max, ==, 12000000 / 8);
 	g_assert_cmpuint(c->adapt.download_min, ==, 5000000 / 8);
 	g_assert_cmpuint(c->adapt.download_max, ==, 40000000 / 8);

@@ -17,7 +17,7 @@ void adapt_params_default(struct adapt_params *p, uint64_t min, uint64_t base, u
 		.drain_us = 500000,
 		.idle_decay_us = 10000000,
 		.lost_us = 3000000,
-		.probe_after_us = 10000000,
+		.probe_after_us = 3000000,
 		.rise_loaded_us = 100,
 		.rise_idle_us = 2000,
 		.load_frac = 0.75,
@@ -94,7 +94,8 @@ static enum adapt_why settle_if_due(struct adapt_ctl *c, uint64_t now)
 static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
 {
 	double slope = c->slope > 0 ? c->slope : 0;
-	double line = c->load / (1 + slope);
+	/* what the line delivered is the line; what went into it, less what queued */
+	double line = c->p.delivered ? c->load : c->load / (1 + slope);
 	double excess = (double)adapt_added_us(c) / US;
 	double drain = c->p.drain_us / US;
 	double f = 1 - excess / drain, t;
@@ -117,9 +118,14 @@ static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
 	c->ceiling = c->rate;
 	c->ceiling_us = now;
 	c->raises = 0;
-	c->settle_rate = clamp_rate(c, line * (1 - c->p.margin));
+	/*
+	 * Never up: a load counted after the line is noisy, and a queue at a
+	 * rate under the line estimate says the estimate is high.
+	 */
+	c->settle_rate = clamp_rate(c, fmin(line, (double)c->rate) * (1 - c->p.margin));
 	c->settle_us = now + (uint64_t)(t * US);
-	return change(c, line * f, ADAPT_QUEUE, now, true);
+	return change(c, fmin(line * f, (double)c->rate * (1 - c->p.margin)), ADAPT_QUEUE, now,
+		      true);
 }
 
 static enum adapt_why raise(struct adapt_ctl *c, uint64_t now)
@@ -130,7 +136,7 @@ static enum adapt_why raise(struct adapt_ctl *c, uint64_t now)
 	if (c->ceiling) {
 		if (now - c->ceiling_us < c->p.probe_after_us)
 			return ADAPT_NONE;
-		step = fmax(step / 4, c->p.change_frac);
+		step = fmax(step / 2, c->p.change_frac);
 		c->raises = 0;
 	} else {
 		/* raise after raise with no queue: the line is well above, go faster */
@@ -192,12 +198,21 @@ static void remember(struct adapt_ctl *c, int64_t excess, uint64_t now)
 	}
 }
 
-/* over target in the last three samples */
+/*
+ * Over target in the last three samples, or over three times target in the
+ * last two (a queue that grows that fast is no jitter: the third sample
+ * would come later still, behind it).
+ */
 static bool queued(const struct adapt_ctl *c)
 {
-	if (c->nhist < 3)
+	unsigned int need = 3;
+
+	if (c->nhist >= 2 && c->hist_us[0] > 3 * (int64_t)c->p.target_us &&
+	    c->hist_us[1] > 3 * (int64_t)c->p.target_us)
+		need = 2;
+	if (c->nhist < need)
 		return false;
-	for (unsigned int i = 0; i < 3; i++)
+	for (unsigned int i = 0; i < need; i++)
 		if (c->hist_us[i] <= (int64_t)c->p.target_us)
 			return false;
 	return true;

@@ -14,20 +14,22 @@
  *
  * The law.
  * - A queue under load (the delay over the baseline by more than target in
- *   three samples in a row, so a spike or two of jitter is not one; the
- *   shaper not idle): the line is slower than the rate. The queue's slope
+ *   three samples in a row, so a spike or two of jitter is not one, or by
+ *   more than three times target in two; the shaper not idle): the line is slower than the rate. The queue's slope
  *   tells how much slower: the line drains C = sent / (1 + slope) (the queue
  *   grows by sent - C a second, and the delay by that over C; the slope is
  *   the last two samples' mean against the two before, so one noisy sample
  *   moves it by half). The rate drops at once to C less what drains the
- *   queue found within drain_us (to a quarter of C at the least), and once
+ *   queue found within drain_us (to a quarter of C at the least; always
+ *   at least the margin under the rate it was at), and once
  *   a sample shows the queue gone (at the latest twice the time that should
  *   take) settles at C less the margin. The rate the queue came at becomes
- *   the ceiling the next raises slow down under.
+ *   the ceiling the next raises slow down under. (When the load is counted
+ *   after the line, what it delivered is C itself: params.delivered.)
  * - Loaded with the delay at the baseline: raise by raise_frac, at most
  *   once a hold-off, by half a raise_frac more with each raise in a row (up
  *   to twice raise_frac), so a line back from a deep drop is found in
- *   seconds. After a queue, not for probe_after_us, then by a quarter of
+ *   seconds. After a queue, not for probe_after_us, then by half of
  *   raise_frac (at least change_frac): a steady line is felt past every
  *   probe_after_us, not at every hold-off. Past the ceiling by the margin
  *   with no queue, it is forgotten.
@@ -50,7 +52,7 @@ struct adapt_params {
 	uint32_t drain_us; /* a cut empties the queue it found within this (500 ms) */
 	uint32_t idle_decay_us; /* idle: time constant toward base (10 s) */
 	uint32_t lost_us; /* no sample this long: the far end is gone (3 s) */
-	uint32_t probe_after_us; /* at the ceiling, try past it after this (10 s) */
+	uint32_t probe_after_us; /* at the ceiling, try past it after this (3 s) */
 	uint32_t rise_loaded_us; /* the baseline's rise a second under load (100 us) */
 	uint32_t rise_idle_us; /* ... and while idle (2000 us) */
 	double load_frac; /* loaded: sent >= this * rate (0.75) */
@@ -58,6 +60,12 @@ struct adapt_params {
 	double raise_frac; /* a raise (0.05) */
 	double margin; /* a settled rate sits this far under the line (0.05) */
 	double change_frac; /* smaller changes are not made (0.01) */
+	/*
+	 * The samples' sent is what the line delivered (counted after it: the
+	 * client's received bytes for a download shaped at the server, an IFB),
+	 * not what the shaper put into it (false, egress).
+	 */
+	bool delivered;
 };
 
 void adapt_params_default(struct adapt_params *p, uint64_t min, uint64_t base, uint64_t max);

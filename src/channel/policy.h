@@ -51,10 +51,12 @@ enum rate_status rate_policy_apply(const struct rate_policy *pol, uint64_t asked
 
 /*
  * A token bucket per peer: RATE_BURST requests at once, then one every
- * RATE_REFILL_S seconds. The caller keeps one per peer, zeroed at first.
+ * RATE_REFILL_S seconds (a client that adapts its download asks at most
+ * every ADAPT_ASK_MS, src/daemon/adapt.c). The caller keeps one per peer,
+ * zeroed at first.
  */
-#define RATE_BURST 5u
-#define RATE_REFILL_S 2.0
+#define RATE_BURST 10u
+#define RATE_REFILL_S 0.3
 struct rate_bucket {
 	double tokens;
 	double last; /* when tokens was last brought up to date; 0: never */

@@ -836,7 +836,7 @@ static void rate_bounds_check(struct config *cfg, const char *where, const char 
 
 /*
  * One direction's range around its base rate: the defaults filled in (a
- * quarter of the base, the base); false with a warning when it cannot hold.
+ * tenth of the base, the base); false with a warning when it cannot hold.
  */
 static bool adapt_range(struct config *cfg, const struct conf_section *c, const char *dir,
 			uint64_t base, uint64_t *min, uint64_t *max)
@@ -849,7 +849,7 @@ static bool adapt_range(struct config *cfg, const struct conf_section *c, const 
 		return !*min && !*max;
 	}
 	if (!*min)
-		*min = MIN(base / 4, *max ? *max : base);
+		*min = MIN(base / 10, *max ? *max : base);
 	if (!*max)
 		*max = MAX(base, *min);
 	if (*min <= base && base <= *max)

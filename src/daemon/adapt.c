@@ -33,7 +33,10 @@
 #define IDLE_PROBE_US 1000000
 #define IDLE_AFTER_US 1000000 /* no direction loaded this long: back to idle ticks */
 #define STATE_EVERY_US 1000000
+#define STATE_REFRESH_US 5000000
 #define DOWNLOAD_RENEW_US (RATE_RENEW_S / 2 * G_USEC_PER_SEC)
+#define ADAPT_ASK_MS 300 /* the server's bucket gives a peer one request every RATE_REFILL_S */
+#define ASK_RETRY_MS 1000
 
 enum { AD_EGRESS, AD_INGRESS, AD_DOWNLOAD, AD_N };
 static const char *const dir_names[AD_N] = { "egress", "ingress", "download" };
@@ -70,6 +73,7 @@ struct adapter {
 	guint rate_src;
 	uint32_t token;
 	uint64_t asked; /* the rate of the request in flight (or the last) */
+	bool answered; /* ... and the server answered it */
 	uint64_t confirmed; /* the rate asked of the last request the server applied */
 	gint64 asked_at_us;
 	struct adapt_trace *trace;
@@ -154,11 +158,30 @@ static void rate_ask(struct adapter *a, uint64_t rate)
 
 	a->token = g_random_int();
 	a->asked = rate;
+	a->answered = false;
 	a->asked_at_us = g_get_monotonic_time();
 	r = rate_client_send(a->rate_fd, rate, a->token);
 	if (r < 0)
 		log_debug("%s: adapt: asking %s for the download rate: %s", a->ifname, a->server,
 			  strerror(-r));
+}
+
+/*
+ * The download's rate, asked of the server at most every ADAPT_ASK_MS (its
+ * bucket: proto's RATE_BURST, RATE_REFILL_S): the newest wish when that
+ * time has passed, again when the last request got no answer within
+ * ASK_RETRY_MS, and once every DOWNLOAD_RENEW_US for the lease.
+ */
+static void rate_ask_due(struct adapter *a)
+{
+	const struct adapt_dir *d = &a->dir[AD_DOWNLOAD];
+	gint64 since = g_get_monotonic_time() - a->asked_at_us;
+
+	if (!d->on || since < ADAPT_ASK_MS * 1000)
+		return;
+	if (d->ctl.rate != a->asked || (!a->answered && since >= ASK_RETRY_MS * 1000) ||
+	    since >= DOWNLOAD_RENEW_US)
+		rate_ask(a, d->ctl.rate);
 }
 
 /* Direction i's controller changed its rate (why): put it in place. */
@@ -174,7 +197,7 @@ static void apply(struct adapter *a, int i, enum adapt_why why)
 	log_debug("%s: adapt: %s %s (%s; %+.1f ms over the baseline)", a->ifname, dir_names[i],
 		  rate, adapt_why_name(why), (double)adapt_added_us(&d->ctl) / 1000);
 	if (i == AD_DOWNLOAD) {
-		rate_ask(a, d->ctl.rate);
+		rate_ask_due(a);
 		return;
 	}
 	d->applied = d->ctl.rate;
@@ -249,8 +272,14 @@ static void set_fast(struct adapter *a, bool fast)
 static gboolean on_tick(gpointer data)
 {
 	struct adapter *a = data;
-	uint64_t t = now_us();
-	bool traffic = false;
+	uint64_t t = now_us(), rx = 0, tx = 0;
+	bool traffic = false, have_bytes = false;
+
+	if (!a->fast && index_of(a, a->ifname, &a->ifindex, false) == 0) {
+		have_bytes = netlink_link_bytes(a->env.nl, a->ifindex, &rx, &tx) == 0;
+		if (!have_bytes)
+			a->ifindex = 0; /* gone, or another link now: look it up again */
+	}
 
 	for (int i = 0; i < AD_N; i++) {
 		struct adapt_dir *d = &a->dir[i];
@@ -267,8 +296,13 @@ static gboolean on_tick(gpointer data)
 		}
 		if (d->ctl.load >= d->ctl.p.idle_frac * (double)d->ctl.rate)
 			a->loaded_at_us = (gint64)t;
-		/* idle: traffic since the last look brings the probes forward */
-		if (!a->fast && read_counter(a, i, &bytes) == 0) {
+		/*
+		 * idle: traffic since the last look brings the probes forward
+		 * (the tunnel's own counters, one look for every direction: what
+		 * it sent for egress, received for the others)
+		 */
+		if (!a->fast && have_bytes) {
+			bytes = i == AD_EGRESS ? tx : rx;
 			if (d->have_look && (double)(bytes - d->look_bytes) * 1000 / IDLE_TICK_MS >=
 						    d->ctl.p.idle_frac * (double)d->ctl.rate)
 				traffic = true;
@@ -281,9 +315,10 @@ static gboolean on_tick(gpointer data)
 	if (a->fast || traffic || (gint64)t - a->last_probe_us >= IDLE_PROBE_US)
 		send_probe(a);
 	set_fast(a, (gint64)t - a->loaded_at_us < IDLE_AFTER_US);
-	if (a->dir[AD_DOWNLOAD].on && (gint64)t - a->asked_at_us >= DOWNLOAD_RENEW_US)
-		rate_ask(a, a->dir[AD_DOWNLOAD].ctl.rate); /* renew the lease */
-	if (a->state_dirty && (gint64)t - a->state_at_us >= STATE_EVERY_US)
+	rate_ask_due(a);
+	/* a change within a second; the delays and the load every few seconds */
+	if ((a->state_dirty && (gint64)t - a->state_at_us >= STATE_EVERY_US) ||
+	    (gint64)t - a->state_at_us >= STATE_REFRESH_US)
 		write_state(a);
 	return G_SOURCE_CONTINUE;
 }
@@ -324,8 +359,6 @@ static void on_owd(struct adapter *a, const struct adapt_owd *o)
 		trace_row(a, i, &d->ctl, why, s.rtt_us);
 		if (why != ADAPT_NONE)
 			apply(a, i, why);
-		else
-			a->state_dirty = true;
 	}
 }
 
@@ -351,6 +384,7 @@ static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)
 	char said[256];
 
 	while (rate_client_recv(fd, a->token, &m) == 1) {
+		a->answered = true;
 		if (m.status != RATE_APPLIED && m.status != RATE_CLAMPED) {
 			rec = (struct rate_record){ .status = m.status };
 			rate_record_describe(&rec, said, sizeof(said));
@@ -376,7 +410,9 @@ static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)
 	return G_SOURCE_CONTINUE;
 }
 
-static void dir_init(struct adapt_dir *d, uint64_t min, uint64_t base, uint64_t max)
+/* delivered: its load is counted after the line (the download, the IFB) */
+static void dir_init(struct adapt_dir *d, uint64_t min, uint64_t base, uint64_t max,
+		     bool delivered)
 {
 	struct adapt_params p;
 
@@ -387,6 +423,7 @@ static void dir_init(struct adapt_dir *d, uint64_t min, uint64_t base, uint64_t 
 	d->base = base;
 	d->max = max;
 	adapt_params_default(&p, min, base, max);
+	p.delivered = delivered;
 	adapt_init(&d->ctl, &p);
 }
 
@@ -405,14 +442,14 @@ struct adapter *adapter_new(const struct adapt_env *env, const char *ifname,
 	shape_ifb_name(ifname, a->ifb);
 	a->log = g_strdup(ca->log);
 	dir_init(&a->dir[AD_EGRESS], ca->egress_min,
-		 c->req.egress == DIR_SET ? c->req.egress_rate : 0, ca->egress_max);
+		 c->req.egress == DIR_SET ? c->req.egress_rate : 0, ca->egress_max, false);
 	/* the download at the server when a profile asks for one; else the IFB's */
 	if (c->net.download)
 		dir_init(&a->dir[AD_DOWNLOAD], ca->download_min, c->net.download,
-			 ca->download_max);
+			 ca->download_max, true);
 	else
 		dir_init(&a->dir[AD_INGRESS], ca->ingress_min,
-			 c->req.ingress == DIR_SET ? c->req.ingress_rate : 0, ca->ingress_max);
+			 c->req.ingress == DIR_SET ? c->req.ingress_rate : 0, ca->ingress_max, true);
 	r = adapt_probe_open(ifname, server, env->port, &a->probe);
 	if (r < 0) {
 		snprintf(why, whylen, "probes to %s port %u: %s", server, env->port, strerror(-r));
@@ -426,7 +463,10 @@ struct adapter *adapter_new(const struct adapt_env *env, const char *ifname,
 			goto fail;
 		}
 		a->rate_src = g_unix_fd_add(a->rate_fd, G_IO_IN, on_rate_fd, a);
-		a->asked_at_us = g_get_monotonic_time(); /* the base rate: asked by reconcile */
+		/* the base rate: asked by reconcile */
+		a->asked = a->dir[AD_DOWNLOAD].ctl.rate;
+		a->answered = true;
+		a->asked_at_us = g_get_monotonic_time();
 	}
 	if (a->log && (r = adapt_trace_open(a->log, now_us(), &a->trace)) < 0)
 		log_warn("%s: adapt-log %s: %s; no trace", ifname, a->log, strerror(-r));

@@ -11,7 +11,8 @@
  * rate is asked of the server through the rate channel, without waiting.
  *
  * Its state for `show` is IFNAME.adapt in the state folder (a key file, one
- * group per direction), written at most once a second while it changes.
+ * group per direction), written within a second of a change of rate and
+ * every 5 s otherwise.
  */
 #ifndef WGSHAPE_DAEMON_ADAPT_H
 #define WGSHAPE_DAEMON_ADAPT_H
