@@ -56,7 +56,7 @@ enum rate_status rate_policy_apply(const struct rate_policy *pol, uint64_t asked
  * zeroed at first.
  */
 #define RATE_BURST 10u
-#define RATE_REFILL_S 0.3
+#define RATE_REFILL_S 0.25
 struct rate_bucket {
 	double tokens;
 	double last; /* when tokens was last brought up to date; 0: never */

@@ -15,7 +15,10 @@ const char daemon_usage[] =
 	"appear, put wgshape's qdisc back if someone removes it (enforce = yes), and on\n"
 	"SIGHUP reload the configuration and reconcile. An interface `tune` measures is\n"
 	"left alone until tune ends; then the configuration is reloaded as on SIGHUP.\n"
-	"SIGTERM leaves shaping in place unless clear-on-exit = yes. Logs to stderr with\n"
+	"A tunnel whose section says adapt = yes has its rates follow the line: probes\n"
+	"to the server's daemon through the tunnel, a controller per direction (see\n"
+	"CONTINUOUS ADAPTATION in wgshape(8)). SIGTERM puts the configured rates back\n"
+	"and leaves shaping in place unless clear-on-exit = yes. Logs to stderr with\n"
 	"sd-daemon priority prefixes.\n";
 
 int daemon_main(int argc, char **argv, const struct cli *cli)

@@ -21,9 +21,12 @@
 #   fast       the same rates fixed (what a tune at the fast phase gives): bloats
 #              in the slow phase
 #   slow       fixed at 95% of SLOW (benchmark only): wastes the fast phases
+#   ingress    egress and ingress (the IFB) = 95% of FAST, adapt = yes: the
+#              download shaped at the client (the server's daemon only
+#              answers the probes); fast then slow only
 #
-# `scenario-adapt.sh` runs adapt and fast; `scenario-adapt.sh all` (the
-# benchmark adapt-compare) all four. First, the line's capacity: both ways
+# `scenario-adapt.sh` runs adapt, fast (its first two phases) and ingress;
+# `scenario-adapt.sh all` (the benchmark adapt-compare) all five. First, the line's capacity: both ways
 # at once, unshaped, 6 s at each speed (its goodput, which the runs'
 # goodput is a share of, time-averaged over the timeline). Figures per run and phase: p95
 # added latency (RTT less the idle median), goodput per direction; per run:
@@ -40,16 +43,18 @@
 # trace (adapt-log) has both directions, rates within the range, and draws
 # (plot-trace); `show` gives each controlled direction; and when srv's daemon
 # stops, cli says once that the far end stopped answering and puts its base
-# rates back.
+# rates back; ingress's IFB and egress cakes lowered in the slow phase (tc),
+# its trace has ingress cuts and no download.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/load.sh"
 
 need_wgshape
 need_tools iperf3 ss jq
 RUNS=${1:-ci}
+MODE=$RUNS
 case "$RUNS" in
-ci) RUNS="adapt fast" ;;
-all) RUNS="unshaped adapt fast slow" ;;
+ci) RUNS="adapt fast ingress" ;;
+all) RUNS="unshaped adapt fast slow ingress" ;;
 *) die "scenario-adapt.sh: ci or all, not '$RUNS'" ;;
 esac
 PHASE=${WGSHAPE_ADAPT_PHASE:-15}
@@ -102,9 +107,13 @@ read -r CAP_SLOW_UP CAP_SLOW_DOWN <<<"$(both_ways)"
 lab_bottleneck "${FAST_K}kbit/${FAST_K}kbit" 10ms "$LIMIT" >/dev/null
 [ -n "$CAP_FAST_UP" ] && [ -n "$CAP_SLOW_DOWN" ] || die "iperf3 failed measuring the line: $(tail -3 "$LAB_TMP/cap.up")"
 info "at ${FAST_K}kbit: up $(mbit "$CAP_FAST_UP"), down $(mbit "$CAP_FAST_DOWN"); at ${SLOW_K}kbit: up $(mbit "$CAP_SLOW_UP"), down $(mbit "$CAP_SLOW_DOWN")"
-# the time-averaged capacity of a run (the first SKIP_S s left out), both ways together
-CAP_RUN=$(awk -v p="$PHASE" -v s="$SKIP_S" -v f=$((CAP_FAST_UP + CAP_FAST_DOWN)) -v w=$((CAP_SLOW_UP + CAP_SLOW_DOWN)) \
-	'BEGIN { printf "%d", ((2 * p - s) * f + p * w) / (3 * p - s) }')
+# cap_run NPH: the time-averaged capacity of a run of NPH phases (the first
+# SKIP_S s left out), both ways together
+cap_run() {
+	awk -v n="$1" -v p="$PHASE" -v s="$SKIP_S" -v f=$((CAP_FAST_UP + CAP_FAST_DOWN)) -v w=$((CAP_SLOW_UP + CAP_SLOW_DOWN)) \
+		'BEGIN { printf "%d", (((n - 1) * p - s) * f + p * w) / (n * p - s) }'
+}
+CAP_RUN=$(cap_run 3)
 
 # ---- the daemons ----------------------------------------------------------
 
@@ -139,6 +148,8 @@ cli_conf() {
 		"$BASE_K" "$BASE_K" "$SRV_TUN4" "$TRACE" ;;
 	fast) printf '[interface wg0]\negress = %skbit\ndownload = %skbit\nserver = %s\n' "$BASE_K" "$BASE_K" "$SRV_TUN4" ;;
 	slow) printf '[interface wg0]\negress = %skbit\ndownload = %skbit\nserver = %s\n' "$SLOW_BASE_K" "$SLOW_BASE_K" "$SRV_TUN4" ;;
+	ingress) printf '[interface wg0]\negress = %skbit\ningress = %skbit\nadapt = yes\nadapt-log = %s\n' \
+		"$BASE_K" "$BASE_K" "$TRACE" ;;
 	esac >"$CCONF"
 	chmod 0600 "$CCONF"
 }
@@ -163,15 +174,32 @@ expect_le() {
 
 # run NAME: the timeline under cli's configuration for NAME; the figures in
 # $LAB_TMP/NAME.*; RUN_P95, RUN_REACT, RUN_UP, RUN_DOWN (bit/s, whole run).
+# phases NAME: how many phases a run has: fast and ingress stop after the
+# slow one in CI (what they are checked for is there)
+phases() {
+	case "$MODE:$1" in
+	ci:fast | *:ingress) echo 2 ;;
+	*) echo 3 ;;
+	esac
+}
+
 run() {
-	local name=$1 t0 pp up dn secs=$((3 * PHASE)) i cls
+	local name=$1 t0 pp up dn nph secs i cls
+	nph=$(phases "$name")
+	secs=$((nph * PHASE))
 	step "run '$name'"
 	lab_bottleneck "${FAST_K}kbit/${FAST_K}kbit" 10ms "$LIMIT" >/dev/null
 	cli_conf "$name"
 	rm -f "$TRACE"
 	start_daemon cli "$CCONF" "$CLOG"
 	CPID=$DAEMON_PID
-	if [ "$name" != unshaped ]; then
+	if [ "$name" = ingress ]; then
+		for i in $(seq 1 50); do
+			[ "$(root_field cli ifb4wg0 .kind 2>/dev/null)" = cake ] && break
+			sleep 0.1
+		done
+		info "cli's egress: $(root_field cli wg0 .options.bandwidth) bytes/s, its IFB: $(root_field cli ifb4wg0 .options.bandwidth) bytes/s"
+	elif [ "$name" != unshaped ]; then
 		# shaped both ways before the load: cli's cake, srv's class for cli
 		for i in $(seq 1 50); do
 			[ -n "$(cli_class)" ] && [ "$(root_field cli wg0 .kind)" = cake ] && break
@@ -200,16 +228,19 @@ run() {
 	sleep "$((PHASE - 3))"
 	cls=$(cli_class)
 	echo "$cls" >"$LAB_TMP/$name.slowclass"
+	echo "$(root_field cli wg0 .options.bandwidth) $(root_field cli ifb4wg0 .options.bandwidth 2>/dev/null)" >"$LAB_TMP/$name.slowcake"
 	[ "$name" != adapt ] || show_during
 	sleep 3
-	lab_bottleneck "${FAST_K}kbit/${FAST_K}kbit" 10ms "$LIMIT" >/dev/null
-	info "t=$((2 * PHASE))s: the line is back at ${FAST_K}kbit"
+	if [ "$nph" = 3 ]; then
+		lab_bottleneck "${FAST_K}kbit/${FAST_K}kbit" 10ms "$LIMIT" >/dev/null
+		info "t=$((2 * PHASE))s: the line is back at ${FAST_K}kbit"
+	fi
 	wait "$up" || true
 	wait "$dn" || true
 	wait "$pp" || true
 	cpu_mark "$CPID" "$LAB_TMP/$name.cpu1"
 	info "srv's class for cli late in the slow phase: ${cls:-none}"
-	figures "$name"
+	figures "$name" "$nph"
 	if [ "$name" != adapt ]; then
 		stop_daemon "$CPID"
 		CPID=''
@@ -234,7 +265,7 @@ show_during() {
 
 # figures NAME: per phase p95 and goodput; RUN_* for the whole run.
 figures() {
-	local name=$1 t0 idle keep
+	local name=$1 nph=$2 t0 idle keep
 	t0=$(cat "$LAB_TMP/$name.t0")
 	idle=$(cat "$LAB_TMP/$name.idle")
 	for d in up down; do
@@ -248,7 +279,7 @@ figures() {
 		for (i = 1; i <= NF; i++) if ($i ~ /^time=/) { v = substr($i, 6) }
 		printf "%.3f %.1f\n", ts - t0, v - idle }' "$LAB_TMP/$name.ping" >"$LAB_TMP/$name.lat"
 	local p r
-	for p in 1 2 3; do
+	for p in $(seq 1 "$nph"); do
 		local from=$(((p - 1) * PHASE)) to=$((p * PHASE)) skip=0
 		[ "$p" != 1 ] || skip=$SKIP_S
 		r=$(awk -v a=$((from + skip)) -v b="$to" '$1 >= a && $1 < b { print $2 }' "$LAB_TMP/$name.lat" | quantile 0.95)
@@ -272,9 +303,9 @@ figures() {
 		END { if (!found) print "never" }' "$LAB_TMP/$name.lat")
 	RUN_UP=$(awk -v a="$SKIP_S" '$1 >= a { s += $2; n++ } END { printf "%d", n ? s / n : 0 }' "$LAB_TMP/$name.up.iv")
 	RUN_DOWN=$(awk -v a="$SKIP_S" '$1 >= a { s += $2; n++ } END { printf "%d", n ? s / n : 0 }' "$LAB_TMP/$name.down.iv")
-	RUN_LOST=$(awk -v n=$((3 * PHASE * 10)) 'END { print n - NR }' "$LAB_TMP/$name.lat")
+	RUN_LOST=$(awk -v n=$((nph * PHASE * 10)) 'END { print n - NR }' "$LAB_TMP/$name.lat")
 	info "$name, whole run: p95 added $RUN_P95 ms; under 30 ms $RUN_REACT s after the drop; up $(mbit "$RUN_UP"), down $(mbit "$RUN_DOWN"); about $RUN_LOST pings lost; cli's daemon $(cpu_per_hour "$LAB_TMP/$name.cpu0" "$LAB_TMP/$name.cpu1") CPU s/hour under this load"
-	echo "$RUN_P95 $RUN_REACT $RUN_UP $RUN_DOWN" >"$LAB_TMP/$name.run"
+	echo "$RUN_P95 $RUN_REACT $RUN_UP $RUN_DOWN $nph" >"$LAB_TMP/$name.run"
 }
 
 for r in $RUNS; do
@@ -322,6 +353,22 @@ for r in $RUNS; do
 		start_daemon srv "$SCONF" "$SLOG"
 		SPID=$DAEMON_PID
 	fi
+	if [ "$r" = ingress ]; then
+		# the download shaped at cli's IFB, adapted there; the server's
+		# class for cli plays no part (its lease from the adapt run, if
+		# any, is at the base rate or above)
+		step "ingress: the IFB's cake followed the line"
+		info "trace: $(grep -c ' ingress ' "$TRACE" || true) ingress rows; $(grep -c ' ingress .* queue$' "$TRACE" || true) cuts"
+		expect_ge "trace: ingress rows" 50 "$(grep -c ' ingress ' "$TRACE" || true)"
+		expect_ge "trace: ingress queue cuts" 1 "$(grep -c ' ingress .* queue$' "$TRACE" || true)"
+		expect_eq "trace: no download rows (no download = in the section)" 0 "$(grep -c ' download ' "$TRACE" || true)"
+		read -r EG_SLOW IN_SLOW <"$LAB_TMP/ingress.slowcake"
+		info "late in the slow phase: cli's egress cake at $EG_SLOW bytes/s, its IFB's at $IN_SLOW (base $((BASE_K * 125)))"
+		expect_ge "ingress: the IFB's cake lowered in the slow phase (base - it, bytes/s)" \
+			$((BASE_K * 125 / 2)) $((BASE_K * 125 - ${IN_SLOW:-$((BASE_K * 125))}))
+		expect_ge "ingress: the egress cake lowered in the slow phase (base - it, bytes/s)" \
+			$((BASE_K * 125 / 2)) $((BASE_K * 125 - ${EG_SLOW:-$((BASE_K * 125))}))
+	fi
 done
 
 # ---- the comparison ----------------------------------------------------------
@@ -330,15 +377,15 @@ step "the comparison"
 info "the line's goodput, time-averaged over a run, both ways: $(mbit "$CAP_RUN")"
 printf '   %-9s %9s %9s %9s %9s %11s %11s %8s\n' run "p95 fast" "p95 slow" "p95 all" "react s" "up" "down" "of line"
 for r in $RUNS; do
-	read -r P95 REACT UP DOWN <"$LAB_TMP/$r.run"
+	read -r P95 REACT UP DOWN NPH <"$LAB_TMP/$r.run"
 	SLOWP=$(awk '$1 == 2 { print $2 }' "$LAB_TMP/$r.phases")
 	FASTP=$(awk '$1 != 2 { print $2 }' "$LAB_TMP/$r.phases" | sort -g | tail -1)
 	printf '   %-9s %9s %9s %9s %9s %11s %11s %7d%%\n' "$r" "$FASTP" "$SLOWP" "$P95" "$REACT" "$(mbit "$UP")" "$(mbit "$DOWN")" \
-		"$(pct $((UP + DOWN)) "$CAP_RUN")"
+		"$(pct $((UP + DOWN)) "$(cap_run "$NPH")")"
 done
 info "cli's daemon: idle $IDLE_CPU CPU s/hour; under load $(cpu_per_hour "$LAB_TMP/adapt.cpu0" "$LAB_TMP/adapt.cpu1") CPU s/hour"
 
-read -r P95 REACT UP DOWN <"$LAB_TMP/adapt.run"
+read -r P95 REACT UP DOWN _ <"$LAB_TMP/adapt.run"
 expect_le "adapt: p95 added latency over the run (ms)" 30 "$P95"
 if [ "$REACT" != never ] && awk -v r="$REACT" 'BEGIN { exit !(r <= 2) }'; then
 	pass "adapt: under 30 ms $REACT s after the drop (<= 2 s)"

@@ -346,7 +346,7 @@ expect_eq "after the local forgeries: cli's class ceil unchanged" 15Mbit "$(clas
 probe cli2 "$SRV_TUN4" --count 20 --wait 2 --rate "$(rate_bytes 9mbit)"
 n=$(awk '{ print $2 }' <<<"$PROBE")
 if [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le 11 ]; then
-	pass "20 quick requests from cli2: $n answered (the burst is 10, then one per 0.3 s)"
+	pass "20 quick requests from cli2: $n answered (the burst is 10, then one per 0.25 s)"
 else
 	fail "20 quick requests from cli2: expected 1..11 answers, found '$n'"
 fi
