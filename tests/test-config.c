@@ -1635,6 +1635,9 @@ static void test_adapt(void)
 		"[interface wg4]\n"
 		"download = 10mbit\n"
 		"client-download = yes\n" /* 5: a client's and a server's key */
+		"[interface wg5]\n"
+		"download = 10mbit\n"
+		"client-download = no\n" /* no matter: not a server's wish */
 		"[network home]\n"
 		"connection-id = Home\n"
 		"interface = wg9\n"
@@ -1669,6 +1672,7 @@ static void test_adapt(void)
 	c = config_match(cfg, "wg4");
 	g_assert_cmpuint(c->net.download, ==, 0);
 	g_assert_cmpint(c->rate.client_download, ==, 1);
+	g_assert_cmpuint(config_match(cfg, "wg5")->net.download, ==, 10000000 / 8);
 	c = cfg->networks->pdata[0];
 	g_assert_true(c->adapt.on);
 	g_assert_cmpuint(c->adapt.egress_min, ==, 8000000 / 8 / 10);

@@ -232,7 +232,8 @@ int rate_client_recv(int fd, uint32_t token, struct rate_msg *answer)
 
 	if (got < 0)
 		return errno == EAGAIN || errno == ECONNREFUSED ? 0 : -errno;
-	if (rate_msg_parse(in, (size_t)got, &m) < 0 || m.type != RATE_ANSWER || m.token != token)
+	if (rate_msg_parse(in, (size_t)got, &m) < 0 || m.type != RATE_ANSWER ||
+	    (token && m.token != token))
 		return 0;
 	*answer = m;
 	return 1;
@@ -241,7 +242,7 @@ int rate_client_recv(int fd, uint32_t token, struct rate_msg *answer)
 int rate_client_ask(const char *ifname, const char *server, unsigned int port, uint64_t rate,
 		    struct rate_msg *answer)
 {
-	uint32_t token = g_random_int();
+	uint32_t token = g_random_int() | 1; /* 0 would take any answer */
 	int fd, r;
 
 	fd = rate_client_socket(ifname, server, port);

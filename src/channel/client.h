@@ -59,8 +59,9 @@ int rate_client_server(struct netlink *nl, const char *ifname, const char *serve
  * The rate channel without waiting, for a caller with an event loop: a UDP
  * socket connected to server (an address) on port, bound to ifname (the fd,
  * or -errno; -EINVAL for an address that is not one); a request for rate
- * (0 or -errno); one datagram read (1 with the answer to token, 0 when none
- * waits or it was not that answer, -errno).
+ * (0 or -errno); one datagram read (1 with the answer to token, or with any
+ * answer when token is 0; 0 when none waits or it was not that answer;
+ * -errno).
  */
 int rate_client_socket(const char *ifname, const char *server, unsigned int port);
 int rate_client_send(int fd, uint64_t rate, uint32_t token);

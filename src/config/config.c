@@ -909,9 +909,9 @@ static void finish_peers(struct config *cfg)
  */
 static void client_section(struct config *cfg, struct conf_section *c)
 {
-	if (c->rate.client_download >= 0) {
+	if (c->rate.client_download > 0) {
 		warn(cfg, c->where, 0, "[interface %s]: download = (a client's) and "
-		     "client-download = (a server's) in one section; download skipped",
+		     "client-download = yes (a server's) in one section; download skipped",
 		     TEXT_QUOTE(c->name));
 		c->net.download = 0;
 		return;
@@ -939,12 +939,12 @@ static void finish_array(struct config *cfg, GPtrArray *arr)
 			warn(cfg, c->where, 0, "[%s %s]: %s; section skipped",
 			     c->network ? "network" : "interface", TEXT_QUOTE(c->name), err);
 			drop[i] = true;
-		} else if (c->adapt.on && !adapt_check(cfg, c)) {
-			c->adapt.on = false; /* shaped as its rates say, not adapted */
 		} else if (c->network && !c->net.tunnels) {
 			warn(cfg, c->where, 0, "[network %s]: no interface = TUNNEL; "
 			     "section skipped", TEXT_QUOTE(c->name));
 			drop[i] = true;
+		} else if (c->adapt.on && !adapt_check(cfg, c)) {
+			c->adapt.on = false; /* shaped as its rates say, not adapted */
 		}
 	}
 	remove_marked(arr, drop);

@@ -48,7 +48,7 @@ struct conf_rate {
  */
 struct conf_adapt {
 	bool on; /* adapt = yes */
-	uint64_t egress_min, egress_max; /* bytes/s; 0: not given (base / 4, base) */
+	uint64_t egress_min, egress_max; /* bytes/s; 0: not given (base / 10, base) */
 	uint64_t ingress_min, ingress_max;
 	/* with download = only: else, in [interface], they are conf_rate's (a server's) */
 	uint64_t download_min, download_max;

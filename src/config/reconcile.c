@@ -36,7 +36,7 @@ static int apply_section(const struct reconciler *rc, const char *ifname,
 	if (req.egress == DIR_KEEP && req.ingress == DIR_KEEP && !peers->len && !had_peers)
 		return 0; /* a section with neither direction: nothing to do */
 	if (rc->adapted && c && c->adapt.on)
-		rc->adapted(rc->ud, ifname, &ad);
+		rc->adapted(rc->ud, ifname, c, &ad);
 	if (ad.egress && req.egress == DIR_SET)
 		req.egress_rate = ad.egress;
 	if (ad.ingress && req.ingress == DIR_SET)
@@ -93,8 +93,10 @@ static void client_follow(const struct reconciler *rc, const char *ifname, GPtrA
 	int r;
 
 	if (rc->adapted && c && c->adapt.on) {
-		rc->adapted(rc->ud, ifname, &ad);
-		want = ad.download ? ad.download : want;
+		rc->adapted(rc->ud, ifname, c, &ad);
+		/* the adapter asks for it (and renews it) itself, without waiting */
+		if (ad.download)
+			return;
 	}
 
 	for (guint i = 0; i < profs->len; i++) {

@@ -23,11 +23,13 @@ struct reconciler {
 	/* the active networks, for [network] profiles; NULL: none known of */
 	const struct net_view *nets;
 	/*
-	 * The rates adaptation set for ifname now, which win over the
-	 * section's (so that enforcing the configuration does not undo them);
-	 * NULL: nothing adapts.
+	 * The rates adaptation set for ifname now, shaped as section c says
+	 * (all 0 when what adapts it was made for another section), which
+	 * win over the section's, so that enforcing the configuration does
+	 * not undo them; NULL: nothing adapts.
 	 */
-	void (*adapted)(void *ud, const char *ifname, struct adapted_rates *out);
+	void (*adapted)(void *ud, const char *ifname, const struct conf_section *c,
+			struct adapted_rates *out);
 	void *ud;
 };
 

@@ -71,7 +71,11 @@ struct adapter {
 	/* the download, through the rate channel */
 	int rate_fd;
 	guint rate_src;
-	uint32_t token;
+	/* the last requests' tokens and rates, newest at [0]: a late answer still counts */
+#define ASKED_KEPT 4
+	uint32_t tokens[ASKED_KEPT];
+	uint64_t rates[ASKED_KEPT];
+	uint32_t lease_s; /* the lease the server gave; 0: none yet */
 	uint64_t asked; /* the rate of the request in flight (or the last) */
 	bool answered; /* ... and the server answered it */
 	uint64_t confirmed; /* the rate asked of the last request the server applied */
@@ -156,11 +160,14 @@ static void rate_ask(struct adapter *a, uint64_t rate)
 {
 	int r;
 
-	a->token = g_random_int();
+	memmove(a->tokens + 1, a->tokens, sizeof(a->tokens) - sizeof(a->tokens[0]));
+	memmove(a->rates + 1, a->rates, sizeof(a->rates) - sizeof(a->rates[0]));
+	a->tokens[0] = g_random_int() | 1; /* 0: none */
+	a->rates[0] = rate;
 	a->asked = rate;
 	a->answered = false;
 	a->asked_at_us = g_get_monotonic_time();
-	r = rate_client_send(a->rate_fd, rate, a->token);
+	r = rate_client_send(a->rate_fd, rate, a->tokens[0]);
 	if (r < 0)
 		log_debug("%s: adapt: asking %s for the download rate: %s", a->ifname, a->server,
 			  strerror(-r));
@@ -176,11 +183,14 @@ static void rate_ask_due(struct adapter *a)
 {
 	const struct adapt_dir *d = &a->dir[AD_DOWNLOAD];
 	gint64 since = g_get_monotonic_time() - a->asked_at_us;
+	/* a third of the lease the server gives, so that a short one never lapses */
+	gint64 renew = a->lease_s ? MIN(DOWNLOAD_RENEW_US, (gint64)a->lease_s * G_USEC_PER_SEC / 3) :
+				    DOWNLOAD_RENEW_US;
 
 	if (!d->on || since < ADAPT_ASK_MS * 1000)
 		return;
 	if (d->ctl.rate != a->asked || (!a->answered && since >= ASK_RETRY_MS * 1000) ||
-	    since >= DOWNLOAD_RENEW_US)
+	    since >= renew)
 		rate_ask(a, d->ctl.rate);
 }
 
@@ -290,6 +300,8 @@ static gboolean on_tick(gpointer data)
 			continue;
 		why = adapt_tick(&d->ctl, t);
 		note_lost(a, why);
+		if (why == ADAPT_LOST)
+			d->ctl.load = 0; /* nothing known: the probes slow down */
 		if (why != ADAPT_NONE) {
 			trace_row(a, i, &d->ctl, why, 0);
 			apply(a, i, why);
@@ -303,7 +315,8 @@ static gboolean on_tick(gpointer data)
 		 */
 		if (!a->fast && have_bytes) {
 			bytes = i == AD_EGRESS ? tx : rx;
-			if (d->have_look && (double)(bytes - d->look_bytes) * 1000 / IDLE_TICK_MS >=
+			if (d->have_look && bytes >= d->look_bytes &&
+			    (double)(bytes - d->look_bytes) * 1000 / IDLE_TICK_MS >=
 						    d->ctl.p.idle_frac * (double)d->ctl.rate)
 				traffic = true;
 			d->look_bytes = bytes;
@@ -342,7 +355,8 @@ static void on_owd(struct adapter *a, const struct adapt_owd *o)
 		struct adapt_sample s = {
 			.now_us = o->back_ns / 1000,
 			.delay_us = (i == AD_EGRESS ? o->up_ns : o->down_ns) / 1000,
-			.rtt_us = (uint32_t)MAX(o->rtt_ns / 1000, 0),
+			/* a round trip past 10 s is no line's: it would set hour-long hold-offs */
+			.rtt_us = (uint32_t)CLAMP(o->rtt_ns / 1000, 0, 10000000),
 		};
 		enum adapt_why why;
 		uint64_t bytes;
@@ -375,6 +389,29 @@ static gboolean on_probe_fd(gint fd, GIOCondition cond, gpointer data)
 	return G_SOURCE_CONTINUE;
 }
 
+/*
+ * The server holds the download to its own bounds (download-min/-max
+ * there): the controller's range shrinks to them, so that it does not ask
+ * past them again and again (said once).
+ */
+static void clamped(struct adapter *a, uint64_t rate)
+{
+	struct adapt_ctl *c = &a->dir[AD_DOWNLOAD].ctl;
+	char b[UNITS_BUFSZ];
+
+	if (rate < c->p.min || rate > c->p.max)
+		return; /* outside our own range: it cannot be a bound of ours to take */
+	if (rate < a->asked)
+		c->p.max = rate;
+	else
+		c->p.min = rate;
+	c->rate = rate;
+	a->asked = rate;
+	format_rate(b, sizeof(b), rate);
+	log_info("%s: adapt: %s holds the download within its bounds: %s %s from now on",
+		 a->ifname, a->server, rate < c->p.max ? "at least" : "at most", b);
+}
+
 static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)
 {
 	struct adapter *a = data;
@@ -383,9 +420,23 @@ static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)
 	struct rate_msg m;
 	char said[256];
 
-	while (rate_client_recv(fd, a->token, &m) == 1) {
-		a->answered = true;
-		if (m.status != RATE_APPLIED && m.status != RATE_CLAMPED) {
+	while (rate_client_recv(fd, 0, &m) == 1) {
+		unsigned int k;
+		uint64_t asked;
+
+		for (k = 0; k < ASKED_KEPT && a->tokens[k] != m.token; k++)
+			;
+		if (!m.token || k == ASKED_KEPT || !d->on)
+			continue; /* not an answer to a request of ours still remembered */
+		asked = a->rates[k];
+		if (k == 0)
+			a->answered = true;
+		if (m.status == RATE_FAILED) {
+			/* the server could not apply it (its log says why): asked again */
+			a->answered = false;
+			continue;
+		}
+		if ((m.status != RATE_APPLIED && m.status != RATE_CLAMPED) || !m.rate) {
 			rec = (struct rate_record){ .status = m.status };
 			rate_record_describe(&rec, said, sizeof(said));
 			log_warn("%s: adapt: asked %s for the download rate: %s; the download is "
@@ -395,11 +446,14 @@ static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)
 			a->state_dirty = true;
 			continue;
 		}
+		if (k > 0 && a->answered)
+			continue; /* an older request, answered after a newer one: not in force */
 		d->applied = m.rate;
+		a->lease_s = m.lease;
 		if (m.status == RATE_CLAMPED)
-			d->ctl.rate = m.rate;
-		a->confirmed = a->asked;
-		rec = (struct rate_record){ .asked = a->asked, .port = a->env.port,
+			clamped(a, m.rate);
+		a->confirmed = asked;
+		rec = (struct rate_record){ .asked = asked, .port = a->env.port,
 					    .at = time(NULL), .at_boot = lease_now(),
 					    .status = m.status, .rate = m.rate,
 					    .fallback = m.fallback, .lease = m.lease };
@@ -502,7 +556,8 @@ void adapter_free(struct adapter *a)
 	g_free(a);
 }
 
-bool adapter_matches(const struct adapter *a, const struct conf_section *c, const char *server)
+bool adapter_matches(const struct adapter *a, const struct conf_section *c, const char *server,
+		     unsigned int port)
 {
 	const struct conf_adapt *ca = &c->adapt;
 	const struct adapt_dir *eg = &a->dir[AD_EGRESS], *in = &a->dir[AD_INGRESS],
@@ -511,7 +566,8 @@ bool adapter_matches(const struct adapter *a, const struct conf_section *c, cons
 	uint64_t in_base = !dl_base && c->req.ingress == DIR_SET ? c->req.ingress_rate : 0;
 	uint64_t eg_base = c->req.egress == DIR_SET ? c->req.egress_rate : 0;
 
-	return !strcmp(a->server, server) && g_strcmp0(a->log, ca->log) == 0 &&
+	return (!server || !strcmp(a->server, server)) && a->env.port == port &&
+	       g_strcmp0(a->log, ca->log) == 0 &&
 	       eg->base == eg_base && (!eg_base || (eg->min == ca->egress_min &&
 						    eg->max == ca->egress_max)) &&
 	       in->base == in_base && (!in_base || (in->min == ca->ingress_min &&

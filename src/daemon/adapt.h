@@ -45,8 +45,9 @@ struct adapter *adapter_new(const struct adapt_env *env, const char *ifname,
 			    size_t whylen);
 /* Stop it (its state file goes); the caller reshapes ifname at its base rates. */
 void adapter_free(struct adapter *a);
-/* Does a run as c and server say (same rates, ranges, trace)? */
-bool adapter_matches(const struct adapter *a, const struct conf_section *c, const char *server);
+/* Does a run as c, server (NULL: any) and port say (same rates, ranges, trace)? */
+bool adapter_matches(const struct adapter *a, const struct conf_section *c, const char *server,
+		     unsigned int port);
 /* The rates it set now (0: the configured one), for the reconciler. */
 void adapter_rates(const struct adapter *a, struct adapted_rates *out);
 

@@ -53,13 +53,15 @@ struct daemon {
 	GHashTable *adapt_why; /* ifname -> why it does not adapt, as last said */
 };
 
-static void adapted(void *ud, const char *ifname, struct adapted_rates *out)
+static void adapted(void *ud, const char *ifname, const struct conf_section *c,
+		    struct adapted_rates *out)
 {
 	struct daemon *d = ud;
 	const struct adapter *a = g_hash_table_lookup(d->adapters, ifname);
 
 	*out = (struct adapted_rates){ 0 };
-	if (a)
+	/* an adapter made for another section (a reload, another profile) has no say */
+	if (a && adapter_matches(a, c, NULL, d->cfg->rate_port))
 		adapter_rates(a, out);
 }
 
@@ -239,23 +241,28 @@ static void adapt_sync(struct daemon *d, const struct reconciler *rc)
 			adapt_say(d, name, NULL);
 			continue;
 		}
-		if (!d->cfg->rate_port) {
-			adapt_say(d, name, "rate-port = 0 (the far end answers probes there)");
+		if (!d->cfg->rate_port ||
+		    rate_client_server(d->nl, name, c->net.server, server, why, sizeof(why)) < 0) {
+			adapt_say(d, name, d->cfg->rate_port ? why :
+				  "rate-port = 0 (the far end answers probes there)");
+			if (a)
+				g_ptr_array_add(gone, g_strdup(name));
 			continue;
 		}
-		if (rate_client_server(d->nl, name, c->net.server, server, why,
-				       sizeof(why)) < 0) {
-			adapt_say(d, name, why);
+		if (a && adapter_matches(a, c, server, env.port))
 			continue;
-		}
-		if (a && adapter_matches(a, c, server))
-			continue;
-		if (a)
+		/*
+		 * Not tried again until the next pass (a link or configuration
+		 * event): a tunnel that is down cannot connect its sockets, and a
+		 * pass of its own would only fail again, at once.
+		 */
+		if (a) {
 			g_hash_table_remove(d->adapters, name);
+			schedule(d, name, 0); /* the new section's rates, not the old adapter's */
+		}
 		a = adapter_new(&env, name, c, server, why, sizeof(why));
 		if (!a) {
 			adapt_say(d, name, why);
-			schedule(d, name, 0);
 			continue;
 		}
 		adapt_say(d, name, NULL);
