@@ -464,6 +464,28 @@ static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)
 	return G_SOURCE_CONTINUE;
 }
 
+/*
+ * Each direction's min, base and max as section c says (base 0: not
+ * adapted): the download at the server when the section asks the server
+ * for one, else the IFB's.
+ */
+static void section_ranges(const struct conf_section *c, uint64_t range[AD_N][3])
+{
+	const struct conf_adapt *ca = &c->adapt;
+	uint64_t in = !c->net.download && c->req.ingress == DIR_SET ? c->req.ingress_rate : 0;
+
+	memset(range, 0, sizeof(uint64_t[AD_N][3]));
+	range[AD_EGRESS][0] = ca->egress_min;
+	range[AD_EGRESS][1] = c->req.egress == DIR_SET ? c->req.egress_rate : 0;
+	range[AD_EGRESS][2] = ca->egress_max;
+	range[AD_INGRESS][0] = ca->ingress_min;
+	range[AD_INGRESS][1] = in;
+	range[AD_INGRESS][2] = ca->ingress_max;
+	range[AD_DOWNLOAD][0] = ca->download_min;
+	range[AD_DOWNLOAD][1] = c->net.download;
+	range[AD_DOWNLOAD][2] = ca->download_max;
+}
+
 /* delivered: its load is counted after the line (the download, the IFB) */
 static void dir_init(struct adapt_dir *d, uint64_t min, uint64_t base, uint64_t max,
 		     bool delivered)
@@ -486,7 +508,7 @@ struct adapter *adapter_new(const struct adapt_env *env, const char *ifname,
 			    size_t whylen)
 {
 	struct adapter *a = g_new0(struct adapter, 1);
-	const struct conf_adapt *ca = &c->adapt;
+	uint64_t range[AD_N][3];
 	int r;
 
 	a->env = *env;
@@ -494,16 +516,10 @@ struct adapter *adapter_new(const struct adapt_env *env, const char *ifname,
 	g_strlcpy(a->ifname, ifname, sizeof(a->ifname));
 	g_strlcpy(a->server, server, sizeof(a->server));
 	shape_ifb_name(ifname, a->ifb);
-	a->log = g_strdup(ca->log);
-	dir_init(&a->dir[AD_EGRESS], ca->egress_min,
-		 c->req.egress == DIR_SET ? c->req.egress_rate : 0, ca->egress_max, false);
-	/* the download at the server when a profile asks for one; else the IFB's */
-	if (c->net.download)
-		dir_init(&a->dir[AD_DOWNLOAD], ca->download_min, c->net.download,
-			 ca->download_max, true);
-	else
-		dir_init(&a->dir[AD_INGRESS], ca->ingress_min,
-			 c->req.ingress == DIR_SET ? c->req.ingress_rate : 0, ca->ingress_max, true);
+	a->log = g_strdup(c->adapt.log);
+	section_ranges(c, range);
+	for (int i = 0; i < AD_N; i++)
+		dir_init(&a->dir[i], range[i][0], range[i][1], range[i][2], i != AD_EGRESS);
 	r = adapt_probe_open(ifname, server, env->port, &a->probe);
 	if (r < 0) {
 		snprintf(why, whylen, "probes to %s port %u: %s", server, env->port, strerror(-r));
@@ -559,21 +575,20 @@ void adapter_free(struct adapter *a)
 bool adapter_matches(const struct adapter *a, const struct conf_section *c, const char *server,
 		     unsigned int port)
 {
-	const struct conf_adapt *ca = &c->adapt;
-	const struct adapt_dir *eg = &a->dir[AD_EGRESS], *in = &a->dir[AD_INGRESS],
-			       *dl = &a->dir[AD_DOWNLOAD];
-	uint64_t dl_base = c->net.download;
-	uint64_t in_base = !dl_base && c->req.ingress == DIR_SET ? c->req.ingress_rate : 0;
-	uint64_t eg_base = c->req.egress == DIR_SET ? c->req.egress_rate : 0;
+	uint64_t range[AD_N][3];
 
-	return (!server || !strcmp(a->server, server)) && a->env.port == port &&
-	       g_strcmp0(a->log, ca->log) == 0 &&
-	       eg->base == eg_base && (!eg_base || (eg->min == ca->egress_min &&
-						    eg->max == ca->egress_max)) &&
-	       in->base == in_base && (!in_base || (in->min == ca->ingress_min &&
-						    in->max == ca->ingress_max)) &&
-	       dl->base == dl_base &&
-	       (!dl_base || (dl->min == ca->download_min && dl->max == ca->download_max));
+	if ((server && strcmp(a->server, server) != 0) || a->env.port != port ||
+	    g_strcmp0(a->log, c->adapt.log) != 0)
+		return false;
+	section_ranges(c, range);
+	for (int i = 0; i < AD_N; i++) {
+		const struct adapt_dir *d = &a->dir[i];
+
+		if (d->base != range[i][1] ||
+		    (range[i][1] && (d->min != range[i][0] || d->max != range[i][2])))
+			return false;
+	}
+	return true;
 }
 
 void adapter_rates(const struct adapter *a, struct adapted_rates *out)

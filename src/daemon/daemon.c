@@ -77,6 +77,19 @@ static struct reconciler reconciler(struct daemon *d)
 	};
 }
 
+/* The same, with NetworkManager's networks as they are now (*nets: free with nm_nets_free). */
+static struct reconciler reconciler_now(struct daemon *d, struct nm_nets **nets)
+{
+	struct reconciler rc = reconciler(d);
+
+	*nets = NULL;
+	if (d->nm) {
+		nm_watch_nets(d->nm, nets);
+		rc.nets = &(*nets)->view;
+	}
+	return rc;
+}
+
 static bool enforced(struct daemon *d, const char *ifname)
 {
 	const struct conf_section *c = config_match(d->cfg, ifname);
@@ -176,13 +189,9 @@ static void watch_holds(struct daemon *d)
 static void reshape(void *ud, const char *ifname)
 {
 	struct daemon *d = ud;
-	struct reconciler rc = reconciler(d);
 	struct nm_nets *nets = NULL;
+	struct reconciler rc = reconciler_now(d, &nets);
 
-	if (d->nm) {
-		nm_watch_nets(d->nm, &nets);
-		rc.nets = &nets->view;
-	}
 	reconcile_iface(&rc, ifname);
 	nm_nets_free(nets);
 }
@@ -285,16 +294,12 @@ static void adapt_sync(struct daemon *d, const struct reconciler *rc)
 static gboolean on_idle(gpointer data)
 {
 	struct daemon *d = data;
-	struct reconciler rc = reconciler(d);
 	struct nm_nets *nets = NULL;
+	struct reconciler rc = reconciler_now(d, &nets);
 	GHashTableIter it;
 	gpointer key, val;
 
 	d->idle = 0;
-	if (d->nm) {
-		nm_watch_nets(d->nm, &nets);
-		rc.nets = &nets->view;
-	}
 	if (d->resync) {
 		d->resync = false;
 		g_hash_table_remove_all(d->pending);
