@@ -13,6 +13,7 @@ void adapt_params_default(struct adapt_params *p, uint64_t min, uint64_t base, u
 		.max = max,
 		.base = base,
 		.target_us = 10000,
+		.jitter_k = 4,
 		.holdoff_us = 200000,
 		.drain_us = 500000,
 		.idle_decay_us = 10000000,
@@ -90,13 +91,40 @@ static enum adapt_why settle_if_due(struct adapt_ctl *c, uint64_t now)
 	return change(c, (double)c->settle_rate, ADAPT_SETTLE, now, true);
 }
 
+/*
+ * The least of the last three samples over the baseline: a queue is in
+ * each of them, a late answer (jitter) seldom in all three.
+ */
+static int64_t least_added(const struct adapt_ctl *c)
+{
+	int64_t m = adapt_added_us(c);
+
+	for (unsigned int i = 1; i < c->nhist && i < 3; i++)
+		if (c->hist_us[i] < m)
+			m = c->hist_us[i];
+	return m;
+}
+
+/*
+ * The queue a cut drains: the last sample over the baseline, less what
+ * jitter (over target) can add to it; but no less than the least of the
+ * last three, each of which has the queue in it.
+ */
+static int64_t queue_us(const struct adapt_ctl *c)
+{
+	int64_t q = adapt_added_us(c) - ((int64_t)adapt_threshold_us(c) - c->p.target_us);
+	int64_t least = least_added(c);
+
+	return q > least ? q : least;
+}
+
 /* A queue under load: cut to what drains it, settle under the line later. */
 static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
 {
 	double slope = c->slope > 0 ? c->slope : 0;
 	/* what the line delivered is the line; what went into it, less what queued */
 	double line = c->p.delivered ? c->load : c->load / (1 + slope);
-	double excess = (double)adapt_added_us(c) / US;
+	double excess = (double)queue_us(c) / US;
 	double drain = c->p.drain_us / US;
 	double f = 1 - excess / drain, t;
 
@@ -172,6 +200,36 @@ static void forget(struct adapt_ctl *c)
 {
 	c->nhist = 0;
 	c->slope = 0;
+	c->have_prev = false;
+}
+
+uint32_t adapt_threshold_us(const struct adapt_ctl *c)
+{
+	double t = c->p.jitter_k * c->jitter_us;
+
+	if (t > 3.0 * c->p.target_us)
+		t = 3.0 * c->p.target_us;
+	return t > c->p.target_us ? (uint32_t)t : c->p.target_us;
+}
+
+/*
+ * The jitter: the mean change from one sample's delay to the next (RFC 3550's
+ * estimator, with gain 1/64 once 64 changes are in). Each change counts for
+ * target at most, so the few samples of a queue's growth before its cut move
+ * it little; while a cut drains its queue, whose delay falls fast and
+ * smoothly, it is not updated.
+ */
+static void jitter(struct adapt_ctl *c, int64_t delay_us)
+{
+	double d = fabs((double)(delay_us - c->prev_delay_us));
+
+	if (c->have_prev && !c->settle_us) {
+		if (c->njitter < 64)
+			c->njitter++;
+		c->jitter_us += (fmin(d, c->p.target_us) - c->jitter_us) / c->njitter;
+	}
+	c->prev_delay_us = delay_us;
+	c->have_prev = true;
 }
 
 static void remember(struct adapt_ctl *c, int64_t excess, uint64_t now)
@@ -199,21 +257,21 @@ static void remember(struct adapt_ctl *c, int64_t excess, uint64_t now)
 }
 
 /*
- * Over target in the last three samples, or over three times target in the
+ * Over the threshold in the last three samples, or over three times it in the
  * last two (a queue that grows that fast is no jitter: the third sample
  * would come later still, behind it).
  */
 static bool queued(const struct adapt_ctl *c)
 {
+	int64_t thr = adapt_threshold_us(c);
 	unsigned int need = 3;
 
-	if (c->nhist >= 2 && c->hist_us[0] > 3 * (int64_t)c->p.target_us &&
-	    c->hist_us[1] > 3 * (int64_t)c->p.target_us)
+	if (c->nhist >= 2 && c->hist_us[0] > 3 * thr && c->hist_us[1] > 3 * thr)
 		need = 2;
 	if (c->nhist < need)
 		return false;
 	for (unsigned int i = 0; i < need; i++)
-		if (c->hist_us[i] <= (int64_t)c->p.target_us)
+		if (c->hist_us[i] <= thr)
 			return false;
 	return true;
 }
@@ -240,6 +298,7 @@ static void track(struct adapt_ctl *c, const struct adapt_sample *s, double dt, 
 			c->baseline_us += (int64_t)rise;
 	}
 	remember(c, s->delay_us - c->baseline_us, s->now_us);
+	jitter(c, s->delay_us);
 	if (s->rtt_us && (!c->rtt_min_us || s->rtt_us < c->rtt_min_us))
 		c->rtt_min_us = s->rtt_us;
 }
@@ -248,7 +307,7 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 {
 	uint64_t now = s->now_us;
 	double dt;
-	bool idle, loaded, queue, can;
+	bool idle, loaded, queue, can, low;
 	enum adapt_why why;
 
 	if (!c->last_us || now <= c->last_us || c->lost) {
@@ -257,6 +316,7 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 		c->lost = false;
 		forget(c);
 		baseline_lower(c, s->delay_us);
+		jitter(c, s->delay_us);
 		return ADAPT_NONE;
 	}
 	dt = (double)(now - c->last_us) / US;
@@ -268,17 +328,19 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 
 	queue = queued(c);
 	can = !c->changed_us || now - c->changed_us >= holdoff(c);
+	low = adapt_added_us(c) < (int64_t)adapt_threshold_us(c) / 2; /* the queue gone */
 
 	/* a queue under load; while a cut drains one, only if it still grows */
 	if (queue && !idle && can && (!c->settle_us || c->slope > 0))
 		return cut(c, now);
 	/* the queue a cut found is gone: settle now, not at the latest time */
-	if (c->settle_us && can && adapt_added_us(c) < (int64_t)c->p.target_us / 2)
+	if (c->settle_us && can && low)
 		c->settle_us = now;
 	why = settle_if_due(c, now);
 	if (why != ADAPT_NONE || c->settle_us || !can)
 		return why;
-	if (loaded && adapt_added_us(c) < (int64_t)c->p.target_us / 2)
+	/* no queue: not in the last sample, nor under the jitter of the last three */
+	if (loaded && low && least_added(c) < (int64_t)c->p.target_us / 2)
 		return raise(c, now);
 	if (idle)
 		return decay(c, now);

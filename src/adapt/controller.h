@@ -12,21 +12,32 @@
  * queue of ours can be in it). The load: what the shaper sent in the
  * interval, from its own byte counters.
  *
+ * The jitter: the mean change of the delay from one sample to the next
+ * (RFC 3550's estimator, over the last 64 or so), each change counted for
+ * target at most, none while a cut drains its queue. On a busy host (a VM starved of CPU) answers come late by
+ * tens of ms with no queue anywhere: what counts as a queue (the threshold)
+ * is target or jitter_k times the jitter, when that is more, up to three
+ * times target.
+ *
  * The law.
- * - A queue under load (the delay over the baseline by more than target in
- *   three samples in a row, so a spike or two of jitter is not one, or by
- *   more than three times target in two; the shaper not idle): the line is slower than the rate. The queue's slope
- *   tells how much slower: the line drains C = sent / (1 + slope) (the queue
- *   grows by sent - C a second, and the delay by that over C; the slope is
- *   the last two samples' mean against the two before, so one noisy sample
- *   moves it by half). The rate drops at once to C less what drains the
- *   queue found within drain_us (to a quarter of C at the least; always
- *   at least the margin under the rate it was at), and once
- *   a sample shows the queue gone (at the latest twice the time that should
+ * - A queue under load (the delay over the baseline by more than the
+ *   threshold in three samples in a row, so a spike or two of jitter is not
+ *   one, or by more than three times it in two; the shaper not idle): the
+ *   line is slower than the rate. The queue's slope tells how much slower:
+ *   the line drains C = sent / (1 + slope) (the queue grows by sent - C a
+ *   second, and the delay by that over C; the slope is the last two
+ *   samples' mean against the two before, so one noisy sample moves it by
+ *   half). The rate drops at once to C less what drains the queue found
+ *   (the last sample's, less the threshold's jitter part, but not under the
+ *   least of the last three) within drain_us (to a quarter of C at the
+ *   least; always at least the margin under the rate it was at), and once a
+ *   sample shows the queue gone (at the latest twice the time that should
  *   take) settles at C less the margin. The rate the queue came at becomes
  *   the ceiling the next raises slow down under. (When the load is counted
  *   after the line, what it delivered is C itself: params.delivered.)
- * - Loaded with the delay at the baseline: raise by raise_frac, at most
+ * - Loaded with the delay at the baseline (the last sample under half the
+ *   threshold, and the least of the last three under half of target, which
+ *   late answers seldom spoil all three of): raise by raise_frac, at most
  *   once a hold-off, by half a raise_frac more with each raise in a row (up
  *   to twice raise_frac), so a line back from a deep drop is found in
  *   seconds. After a queue, not for probe_after_us, then by half of
@@ -48,6 +59,7 @@
 struct adapt_params {
 	uint64_t min, max, base; /* bytes/s; min <= base <= max */
 	uint32_t target_us; /* added one-way delay that counts as a queue (10 ms) */
+	double jitter_k; /* ... or this many times the jitter, when more, up to 3 targets (4) */
 	uint32_t holdoff_us; /* least time between two changes (200 ms; 2 RTTs if longer) */
 	uint32_t drain_us; /* a cut empties the queue it found within this (500 ms) */
 	uint32_t idle_decay_us; /* idle: time constant toward base (10 s) */
@@ -106,6 +118,10 @@ struct adapt_ctl {
 	uint64_t ceiling_us; /* when it was found */
 	unsigned int raises; /* in a row, since the last cut */
 	uint32_t rtt_min_us;
+	double jitter_us; /* the delay's mean change from a sample to the next */
+	unsigned int njitter; /* changes it is the mean of, up to 64 */
+	int64_t prev_delay_us;
+	bool have_prev;
 	double load; /* bytes/s sent in the last interval */
 	double slope; /* the delay's change (s a s): the last two samples against the two before */
 	enum adapt_why why; /* of the last change */
@@ -125,6 +141,12 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s);
  * when a settle fell due, else ADAPT_NONE.
  */
 enum adapt_why adapt_tick(struct adapt_ctl *c, uint64_t now_us);
+
+/*
+ * The added delay that counts as a queue: target, or jitter_k times the
+ * jitter when that is more (a busy host's late answers are not a queue).
+ */
+uint32_t adapt_threshold_us(const struct adapt_ctl *c);
 
 /* The current added delay (the last sample over the baseline), us; 0 before one. */
 static inline int64_t adapt_added_us(const struct adapt_ctl *c)
