@@ -40,6 +40,10 @@ static void test_tune_args(void)
 	g_assert_cmpuint(a.target_us, ==, 10000);
 	g_assert_true(a.save);
 	g_assert_cmpstr(a.plot, ==, "/tmp/x.svg");
+	g_assert_null(a.network);
+	g_assert_cmpint(tune_parse("server h save network home-2g", &a, err, sizeof(err)), ==, 0);
+	g_assert_true(a.save);
+	g_assert_cmpstr(a.network, ==, "home-2g");
 
 	g_assert_cmpint(tune_parse("both ping 10.0.0.1 download http://h/f upload http://h/u", &a,
 				   err, sizeof(err)),
@@ -82,6 +86,8 @@ static void test_tune_args(void)
 		{ "client server h", "client: expected client download" },
 		{ "client", "client: expected client download" },
 		{ "client download ping h upload http://x/", "client download needs download URL" },
+		{ "server h network home", "network NAME says where save keeps the result" },
+		{ "server h save network", "network: missing" },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_test_message("%s", bad[i].line);

@@ -48,6 +48,7 @@ struct tune_args {
 	unsigned int streams;
 	int family; /* AF_INET (default) or AF_INET6 */
 	bool save;
+	const char *network; /* save into [network NAME], not the profile in use */
 	const char *plot;
 };
 

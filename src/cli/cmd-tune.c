@@ -32,7 +32,7 @@ const char tune_usage[] =
 	"Usage: wgshape [-j] tune IFACE [egress|ingress|both|client download]\n"
 	"                   [server HOST[:PORT]]\n"
 	"                   [download URL] [upload URL] [ping HOST] [target TIME]\n"
-	"                   [streams N] [ipv4|ipv6] [save] [plot FILE]\n"
+	"                   [streams N] [ipv4|ipv6] [save [network NAME]] [plot FILE]\n"
 	"\n"
 	"Find the highest rate whose latency under load stays at the idle level.\n"
 	"  egress      upload from this host, shaped by cake on IFACE (the default)\n"
@@ -45,6 +45,7 @@ const char tune_usage[] =
 	"  target      added latency allowed: median TIME, 95th percentile 3 x TIME (5ms)\n"
 	"  streams     parallel load streams (4)     ipv4|ipv6  the address family (ipv4)\n"
 	"  save        keep the result for IFACE and this network, and apply it\n"
+	"  network NAME  with save: keep it in the profile [network NAME] instead\n"
 	"  plot FILE   an SVG chart of added latency and goodput against the rate\n"
 	"The route to the far end must go through IFACE. Interrupted, the far end\n"
 	"gone or IFACE set down, IFACE's shaping is put back exactly as it was. While\n"
@@ -66,6 +67,8 @@ static const char **string_word(struct tune_args *a, const char *w)
 		return &a->ping_host;
 	if (!strcmp(w, "plot"))
 		return &a->plot;
+	if (!strcmp(w, "network"))
+		return &a->network;
 	return NULL;
 }
 
@@ -216,6 +219,10 @@ int tune_args_parse(int argc, char **argv, struct tune_args *out, char *err, siz
 	}
 	if (far_end_check(&a, err, errlen) < 0)
 		return -EINVAL;
+	if (a.network && !a.save) {
+		snprintf(err, errlen, "network NAME says where save keeps the result: give save too");
+		return -EINVAL;
+	}
 	*out = a;
 	return 0;
 }
@@ -390,6 +397,26 @@ static int run_directions(struct netlink *nl, const struct tune_opts *o, struct 
 	return status;
 }
 
+/*
+ * save with network NAME: a [network NAME] profile must name the tunnel, or
+ * there is nowhere to keep the result (said before anything is measured).
+ */
+static bool network_ok_or_say(const struct cli *cli, const char *ifname, const char *name)
+{
+	g_autoptr(config_t) cfg = cli_config_optional(cli);
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+
+	if (!cfg)
+		return false;
+	config_networks_for(cfg, ifname, profs);
+	for (guint i = 0; i < profs->len; i++)
+		if (!strcmp(((const struct conf_section *)profs->pdata[i])->name, name))
+			return true;
+	log_err("tune %s: network '%s': no [network %s] profile names %s in the configuration",
+		ifname, TEXT_QUOTE(name), TEXT_QUOTE(name), ifname);
+	return false;
+}
+
 /* The chart and the saved rate, as asked. */
 static int keep_result(const struct tune_args *a, const struct cli *cli, struct netlink *nl,
 		       const char *ifname, struct tune_run *const *done, size_t n)
@@ -398,7 +425,7 @@ static int keep_result(const struct tune_args *a, const struct cli *cli, struct 
 		return EXIT_OK;
 	if (a->plot && tune_plot(a->plot, done, n) < 0)
 		return EXIT_FAIL;
-	if (a->save && (tune_save(cli->config_path, done, n) < 0 ||
+	if (a->save && (tune_save(cli->config_path, a->network, done, n) < 0 ||
 			tune_apply_saved(cli->config_path, cli->statedir, nl, ifname) < 0))
 		return EXIT_FAIL;
 	return EXIT_OK;
@@ -418,6 +445,8 @@ int tune_main(int argc, char **argv, const struct cli *cli)
 	status = parse_words(argc, argv, &a);
 	if (status != EXIT_OK)
 		return status;
+	if (a.network && !network_ok_or_say(cli, argv[1], a.network))
+		return EXIT_USAGE;
 	if (!cli_can_net_admin(argv[1]) || print_begin(cli->json) < 0)
 		return EXIT_FAIL;
 	if (hold_iface(cli, argv[1], &nl, &ifindex) < 0)

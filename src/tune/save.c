@@ -95,15 +95,17 @@ static int write_tune_conf(const char *conf, const char *group, struct tune_run 
 	return 0;
 }
 
-int tune_save(const char *config_path, struct tune_run *const *runs, size_t n)
+int tune_save(const char *config_path, const char *network, struct tune_run *const *runs,
+	      size_t n)
 {
 	const char *conf = config_path ? config_path : CONFIG_DEFAULT_PATH;
 	char group[300];
 	bool found = false;
 	int r;
 
-	r = choose_group(conf, runs[0]->o->ifname, group, sizeof(group));
-	if (r < 0)
+	if (network)
+		snprintf(group, sizeof(group), "network %s", network);
+	else if ((r = choose_group(conf, runs[0]->o->ifname, group, sizeof(group))) < 0)
 		return r;
 	for (size_t i = 0; i < n && !found; i++)
 		found = runs[i]->search.phase == TUNE_DONE;

@@ -14,10 +14,13 @@
 
 /*
  * The rates the runs found (all for one interface), under config_path's
- * directory (NULL: the default configuration). 0, also when no run found one
- * (it says so), or -errno (logged).
+ * directory (NULL: the default configuration), in [network NETWORK] when it
+ * is given (the caller checked that the profile names the tunnel), else in
+ * the section in use. 0, also when no run found one (it says so), or
+ * -errno (logged).
  */
-int tune_save(const char *config_path, struct tune_run *const *runs, size_t n);
+int tune_save(const char *config_path, const char *network, struct tune_run *const *runs,
+	      size_t n);
 
 /* Shape ifname as the configuration now says, as apply would. 0 or -errno (logged). */
 int tune_apply_saved(const char *config_path, const char *statedir, struct netlink *nl,

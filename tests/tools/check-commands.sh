@@ -72,6 +72,13 @@ check 0 '^\[interface wg\\xff0\]' -c "$dir/hostile.conf" check-config
 # a malformed far end is a usage error before the interface is looked at
 check 2 "server: 'a b' is not" tune nosuchif0 server 'a b'
 check 2 "download: 'ftp://x/' is not" tune nosuchif0 ingress ping h download ftp://x/
+# save network NAME: the profile must name the tunnel, said before anything is measured
+check 2 "network 'home': no \\[network home\\] profile names wg0" \
+	-c "$dir/wgshape.conf" tune wg0 server h save network home
+printf '[network home]\ninterface = nosuchif0\negress = 5mbit\n' >"$dir/net.conf"
+chmod 0644 "$dir/net.conf"
+check 1 "nosuchif0: (no such interface|.*CAP_NET_ADMIN)" \
+	-c "$dir/net.conf" tune nosuchif0 server h save network home
 
 # plot-trace: a trace gives a chart; a bad one says which line on one line,
 # exits 1 and leaves no chart, not even half of one
