@@ -28,7 +28,8 @@ const char check_config_usage[] =
 	"Usage: wgshape [-j] [-c FILE] check-config\n"
 	"\n"
 	"Validate the configuration (FILE and conf.d/*.conf beside it) and print the\n"
-	"effective settings per interface and peer section. Exits 1 if anything was wrong.\n";
+	"effective settings per interface, peer and network section. Exits 1 if\n"
+	"anything was wrong.\n";
 
 int apply_main(int argc, char **argv, const struct cli *cli)
 {
@@ -185,6 +186,45 @@ static void check_config_peer(const struct conf_peer *p)
 	print_close_object();
 }
 
+/* A list key of a [network] profile: "  KEY a, b" in text, an array in JSON; none when empty. */
+static void check_config_list(const char *key, const char *text_key, char **v)
+{
+	if (!v || !*v)
+		return;
+	print_open_array(key);
+	print_text("  %s", text_key);
+	for (size_t i = 0; v[i]; i++)
+		print_string(PRINT_ELEM, i ? ", %s" : " %s", v[i]);
+	print_close_array();
+}
+
+static void check_config_network(const struct conf_section *c)
+{
+	const struct conf_network *n = &c->net;
+	g_autofree char *words = NULL;
+	char rate[UNITS_BUFSZ];
+
+	g_ptr_array_add(c->words, NULL);
+	words = g_strjoinv(" ", (char **)c->words->pdata);
+	g_ptr_array_remove_index(c->words, c->words->len - 1);
+	format_rate(rate, sizeof(rate), n->download);
+	print_open_object(NULL);
+	print_string("name", "[network %s]", c->name);
+	print_bool("fallback", NULL, n->match.any);
+	check_config_list("interface", "interface", n->tunnels);
+	check_config_list("connection_id", "connection-id", n->match.ids);
+	check_config_list("connection_uuid", "connection-uuid", n->match.uuids);
+	check_config_list("ssid", "ssid", n->match.ssids);
+	check_config_list("connection_type", "connection-type", n->match.types);
+	print_string("set", *words ? "  %s" : NULL, words);
+	print_uint_as("download", n->download ? "  download %s" : NULL, n->download * 8, rate);
+	if (n->server)
+		print_string("server", "  server %s", n->server);
+	print_string("where", "  (%s)\n", c->where);
+	check_config_adapt(c);
+	print_close_object();
+}
+
 int check_config_main(int argc, char **argv, const struct cli *cli)
 {
 	g_autoptr(config_t) cfg = NULL;
@@ -208,6 +248,10 @@ int check_config_main(int argc, char **argv, const struct cli *cli)
 	print_open_array("peers");
 	for (guint i = 0; i < cfg->peers->len; i++)
 		check_config_peer(cfg->peers->pdata[i]);
+	print_close_array();
+	print_open_array("networks");
+	for (guint i = 0; i < cfg->networks->len; i++)
+		check_config_network(cfg->networks->pdata[i]);
 	print_close_array();
 	print_bool("enforce", "[daemon]  enforce %s", cfg->enforce);
 	print_bool("clear_on_exit", ", clear-on-exit %s", cfg->clear_on_exit);

@@ -79,6 +79,9 @@ printf '[network home]\ninterface = nosuchif0\negress = 5mbit\n' >"$dir/net.conf
 chmod 0644 "$dir/net.conf"
 check 1 "nosuchif0: (no such interface|.*CAP_NET_ADMIN)" \
 	-c "$dir/net.conf" tune nosuchif0 server h save network home
+# check-config lists [network] profiles, in text and in JSON
+check 0 '^\[network home\]  interface nosuchif0  egress 5mbit  \(' -c "$dir/net.conf" check-config
+check 0 '"networks" ?: ?\[' -c "$dir/net.conf" check-config -j
 
 # plot-trace: a trace gives a chart; a bad one says which line on one line,
 # exits 1 and leaves no chart, not even half of one
