@@ -1682,6 +1682,29 @@ static void test_adapt(void)
 	g_assert_cmpuint(c->adapt.ingress_max, ==, 0);
 }
 
+/* [daemon] metrics-file and metrics-every: an absolute path, 1..3600 s. */
+static void test_metrics_keys(void)
+{
+	g_autofree char *p1 = NULL, *p2 = NULL, *p3 = NULL;
+	g_autoptr(config_t) none = load_text("[interface wg0]\negress = 1mbit\n", &p1);
+	g_autoptr(config_t) cfg = load_text(
+	    "[daemon]\nmetrics-file = /var/lib/node-exporter/wgshape.prom\nmetrics-every = 60\n",
+	    &p2);
+	g_autoptr(config_t) bad =
+	    load_text("[daemon]\nmetrics-file = wgshape.prom\nmetrics-every = 3601\n", &p3);
+
+	g_assert_null(none->metrics_file);
+	g_assert_cmpuint(none->metrics_every, ==, METRICS_EVERY_S);
+	g_assert_cmpuint(cfg->warnings->len, ==, 0);
+	g_assert_cmpstr(cfg->metrics_file, ==, "/var/lib/node-exporter/wgshape.prom");
+	g_assert_cmpuint(cfg->metrics_every, ==, 60);
+	g_assert_cmpuint(bad->warnings->len, ==, 2);
+	g_assert_null(bad->metrics_file);
+	g_assert_cmpuint(bad->metrics_every, ==, METRICS_EVERY_S);
+	g_assert_nonnull(strstr(bad->warnings->pdata[0], "not an absolute path"));
+	g_assert_nonnull(strstr(bad->warnings->pdata[1], "from 1 to 3600"));
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -1713,5 +1736,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/warnings-shown", test_warnings_shown);
 	g_test_add_func("/config/rate-channel", test_rate_channel);
 	g_test_add_func("/config/adapt", test_adapt);
+	g_test_add_func("/config/metrics", test_metrics_keys);
 	return g_test_run();
 }

@@ -29,13 +29,14 @@ int check_config_main(int argc, char **argv, const struct cli *cli);
 int daemon_main(int argc, char **argv, const struct cli *cli);
 int dispatch_main(int argc, char **argv, const struct cli *cli);
 int plot_trace_main(int argc, char **argv, const struct cli *cli);
+int metrics_main(int argc, char **argv, const struct cli *cli);
 int serve_main(int argc, char **argv, const struct cli *cli);
 int tune_main(int argc, char **argv, const struct cli *cli);
 
 
 void set_help(void);
 extern const char show_usage[], clear_usage[], apply_usage[], check_config_usage[],
-	daemon_usage[], dispatch_usage[], plot_trace_usage[];
+	daemon_usage[], dispatch_usage[], plot_trace_usage[], metrics_usage[];
 extern const char serve_usage[], tune_usage[];
 
 /* tune's words (cmd-tune.c), parsed without I/O. */

@@ -256,7 +256,12 @@ int check_config_main(int argc, char **argv, const struct cli *cli)
 	print_bool("enforce", "[daemon]  enforce %s", cfg->enforce);
 	print_bool("clear_on_exit", ", clear-on-exit %s", cfg->clear_on_exit);
 	print_uint("rate_port", ", rate-port %" PRIu64, cfg->rate_port);
-	print_uint("client_lease", ", client-lease %" PRIu64 " s\n", cfg->client_lease);
+	print_uint("client_lease", ", client-lease %" PRIu64 " s", cfg->client_lease);
+	if (cfg->metrics_file) {
+		print_string("metrics_file", ", metrics-file %s", cfg->metrics_file);
+		print_uint("metrics_every", " every %" PRIu64 " s", cfg->metrics_every);
+	}
+	print_text("\n");
 	print_open_array("warnings");
 	for (guint i = 0; i < cfg->warnings->len; i++)
 		print_string(PRINT_ELEM, NULL, cfg->warnings->pdata[i]);

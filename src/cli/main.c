@@ -75,6 +75,8 @@ static const struct command {
 	  daemon_usage },
 	{ "dispatch", dispatch_main, "NetworkManager dispatcher hook: follow the network",
 	  dispatch_usage },
+	{ "metrics", metrics_main, "shaping as Prometheus metrics (text exposition format)",
+	  metrics_usage },
 	{ "plot-trace", plot_trace_main, "draw the daemon's adaptation trace (adapt-log) as SVG",
 	  plot_trace_usage },
 	{ "tune", MEASURE(tune_main), "find the highest rate that keeps latency at the idle level",

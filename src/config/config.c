@@ -65,6 +65,7 @@ struct config *config_new(void)
 	cfg->enforce = true;
 	cfg->rate_port = RATE_PORT;
 	cfg->client_lease = RATE_LEASE_S;
+	cfg->metrics_every = METRICS_EVERY_S;
 	return cfg;
 }
 
@@ -79,6 +80,7 @@ void config_free(struct config *cfg)
 		g_hash_table_unref(cfg->index);
 	g_ptr_array_unref(cfg->warnings);
 	g_ptr_array_unref(cfg->files);
+	g_free(cfg->metrics_file);
 	g_free(cfg);
 }
 
@@ -667,6 +669,26 @@ static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *fil
 				     "from 3 to 86400; skipped", v ? TEXT_QUOTE(v) : "");
 			else
 				cfg->client_lease = (unsigned int)secs;
+			continue;
+		}
+		if (!strcmp(keys[i], "metrics-file")) {
+			if (!v || !g_path_is_absolute(v)) {
+				warn(cfg, file, line, "metrics-file = '%s': not an absolute path; "
+				     "skipped", v ? TEXT_QUOTE(v) : "");
+			} else {
+				g_free(cfg->metrics_file);
+				cfg->metrics_file = g_strdup(v);
+			}
+			continue;
+		}
+		if (!strcmp(keys[i], "metrics-every")) {
+			guint64 secs;
+
+			if (!v || !g_ascii_string_to_unsigned(v, 10, 1, 3600, &secs, NULL))
+				warn(cfg, file, line, "metrics-every = '%s': not a number of seconds "
+				     "from 1 to 3600; skipped", v ? TEXT_QUOTE(v) : "");
+			else
+				cfg->metrics_every = (unsigned int)secs;
 			continue;
 		}
 		if (!strcmp(keys[i], "enforce"))

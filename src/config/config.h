@@ -89,10 +89,14 @@ struct config {
 	bool clear_on_exit; /* [daemon] clear-on-exit, default no */
 	unsigned int rate_port; /* [daemon] rate-port, default RATE_PORT; 0: no rate channel */
 	unsigned int client_lease; /* [daemon] client-lease, seconds, default RATE_LEASE_S */
+	char *metrics_file; /* [daemon] metrics-file, an absolute path; NULL: none */
+	unsigned int metrics_every; /* [daemon] metrics-every, seconds, default METRICS_EVERY_S */
 	GPtrArray *warnings; /* char *, "file:line: ...", one line of UTF-8 (util/text.h) */
 	GPtrArray *files; /* char *, the files read */
 	GHashTable *index; /* config.c's own: the sections by group name, while files are read */
 };
+
+#define METRICS_EVERY_S 15
 
 struct config *config_new(void);
 void config_free(struct config *cfg);

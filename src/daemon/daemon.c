@@ -22,6 +22,7 @@
 #include "channel/server.h"
 #include "daemon/adapt.h"
 #include "daemon/daemon.h"
+#include "daemon/metrics.h"
 #include "config/config.h"
 #include "util/log.h"
 #include "nm/nm.h"
@@ -51,6 +52,9 @@ struct daemon {
 	guint renew_timer; /* this host's own requests, as a client, to renew */
 	GHashTable *adapters; /* ifname -> struct adapter: adapt = yes (daemon/adapt.h) */
 	GHashTable *adapt_why; /* ifname -> why it does not adapt, as last said */
+	guint metrics_timer; /* metrics-file: written every metrics-every seconds */
+	char *metrics_path; /* the file it writes, removed when it stops */
+	bool metrics_failed; /* the last write failed (said once until one works) */
 };
 
 static void adapted(void *ud, const char *ifname, const struct conf_section *c,
@@ -105,6 +109,7 @@ static void peer_poll_arm(struct daemon *d);
 static void peer_poll_maybe(struct daemon *d);
 static void rate_server_start(struct daemon *d);
 static void rate_server_stop(struct daemon *d);
+static void metrics_start(struct daemon *d);
 
 /* A `tune` holding an interface (state_hold()): its end wakes us (a pidfd). */
 struct hold_watch {
@@ -471,6 +476,7 @@ static bool reload(struct daemon *d)
 	}
 	follow_nm(d);
 	peer_poll_maybe(d);
+	metrics_start(d);
 	return true;
 }
 
@@ -840,6 +846,54 @@ static gboolean on_renew(gpointer data)
 	return G_SOURCE_CONTINUE;
 }
 
+/* metrics-file: the exposition of every interface (daemon/metrics.h), at once. */
+static gboolean on_metrics(gpointer data)
+{
+	struct daemon *d = data;
+	g_autoptr(GString) out = g_string_new(NULL);
+	g_autoptr(GError) err = NULL;
+
+	metrics_collect(d->nl, d->opts->statedir, NULL, out);
+	if (!g_file_set_contents_full(d->metrics_path, out->str, (gssize)out->len,
+				      G_FILE_SET_CONTENTS_CONSISTENT, 0644, &err)) {
+		if (!d->metrics_failed)
+			log_err("metrics-file %s: %s (tried again every %u s)", d->metrics_path,
+				err->message, d->cfg->metrics_every);
+		d->metrics_failed = true;
+	} else if (d->metrics_failed) {
+		log_info("metrics-file %s: written again", d->metrics_path);
+		d->metrics_failed = false;
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+/*
+ * Stop writing metrics-file; unless keep names it, its file goes too
+ * (figures nobody updates would read as current).
+ */
+static void metrics_stop(struct daemon *d, const char *keep)
+{
+	if (d->metrics_timer)
+		g_source_remove(d->metrics_timer);
+	d->metrics_timer = 0;
+	if (d->metrics_path && g_strcmp0(keep, d->metrics_path) != 0 &&
+	    unlink(d->metrics_path) < 0 && errno != ENOENT)
+		log_warn("metrics-file %s: removing it: %s", d->metrics_path, strerror(errno));
+	g_clear_pointer(&d->metrics_path, g_free);
+	d->metrics_failed = false;
+}
+
+/* As the configuration says: write now, then every metrics-every seconds. */
+static void metrics_start(struct daemon *d)
+{
+	metrics_stop(d, d->cfg->metrics_file);
+	if (!d->cfg->metrics_file)
+		return;
+	d->metrics_path = g_strdup(d->cfg->metrics_file);
+	on_metrics(d);
+	d->metrics_timer = g_timeout_add_seconds(d->cfg->metrics_every, on_metrics, d);
+}
+
 int daemon_run(const struct daemon_opts *opts)
 {
 	struct daemon d = { .opts = opts, .only = opts->only };
@@ -880,6 +934,7 @@ int daemon_run(const struct daemon_opts *opts)
 	rate_server_start(&d);
 	leases_sweep(&d);
 	d.renew_timer = g_timeout_add_seconds(RATE_RENEW_S / 4, on_renew, &d);
+	metrics_start(&d);
 	g_unix_signal_add(SIGHUP, on_hup, &d);
 	g_unix_signal_add(SIGTERM, on_term, &d);
 	g_unix_signal_add(SIGINT, on_term, &d);
@@ -897,6 +952,7 @@ int daemon_run(const struct daemon_opts *opts)
 	rate_server_stop(&d);
 	if (d.cfg->clear_on_exit)
 		clear_configured(&d);
+	metrics_stop(&d, NULL);
 	log_info("stopped");
 out:
 	if (d.loop)

@@ -734,14 +734,18 @@ roots
 expect_eq "root cakes and handles after it stopped" "$before" "$(cake_handles)"
 
 step "8b. a new daemon with clear-on-exit = yes takes over without a change, then clears"
-write_conf '[daemon]
+PROM=$LAB_TMP/prom/wgshape.prom
+mkdir -m 0755 "$LAB_TMP/prom"
+write_conf "[daemon]
 clear-on-exit = yes
+metrics-file = $PROM
+metrics-every = 1
 
 [interface wg*]
 egress = 20mbit
 
 [interface later0]
-egress = 3mbit'
+egress = 3mbit"
 # The marker gets this configuration's rate: the only change to expect.
 no_mark() { sed -E 's/(^| )mark=[^ ]+//; s/^ //'; }
 LOG=$LAB_TMP/daemon2.log
@@ -749,11 +753,46 @@ start_daemon
 roots
 expect_eq "root cakes and handles after the restart (marker aside)" "$(no_mark <<<"$before")" "$(cake_handles | no_mark)"
 expect_root mark kind=cake bandwidth=$(((1000 + GEN) * 125))
+# metrics-file: written before the daemon said it runs (so before the
+# marker's new rate, which the next write has), read by Prometheus' parser
+CHECK_METRICS=(/usr/bin/python3 "$(dirname "$0")/../tools/check-metrics.py")
+expect_eq "metrics-file's mode" 644 "$(stat -c %a "$PROM" 2>&1)"
+if "${CHECK_METRICS[@]}" --file "$PROM" \
+	--expect 'wgshape_rate_bytes_per_second{interface="later0",direction="egress"} 375000' \
+	--expect 'wgshape_interface_present{interface="later0"} 1' | sed 's/^/   | /'; then
+	pass "metrics-file: Prometheus' parser reads it, the rates as tc has them"
+else
+	fail "metrics-file $PROM: see above"
+fi
+# wgshape metrics IFACE: the same figures, on standard output
+ip netns exec srv "$WGSHAPE" metrics later0 >"$LAB_TMP/later0.prom" 2>&1 ||
+	fail "wgshape metrics later0: exit $?: $(head -3 "$LAB_TMP/later0.prom")"
+ip netns exec srv "$WGSHAPE" metrics mark >"$LAB_TMP/mark.prom" 2>&1 ||
+	fail "wgshape metrics mark: exit $?: $(head -3 "$LAB_TMP/mark.prom")"
+if "${CHECK_METRICS[@]}" --file "$LAB_TMP/later0.prom" \
+	--expect 'wgshape_rate_bytes_per_second{interface="later0",direction="egress"} 375000' \
+	--expect 'wgshape_tin_rate_bytes_per_second{interface="later0",tin="Best Effort"} 375000' \
+	--expect 'wgshape_shaper_info{interface="later0",device="later0"} 1' |
+	sed 's/^/   | /'; then
+	pass "wgshape metrics later0: Prometheus' parser reads it"
+else
+	fail "wgshape metrics later0: see above"
+fi
+if "${CHECK_METRICS[@]}" --file "$LAB_TMP/mark.prom" \
+	--expect "wgshape_rate_bytes_per_second{interface=\"mark\",direction=\"egress\"} $(((1000 + GEN) * 125))" |
+	sed 's/^/   | /'; then
+	pass "wgshape metrics mark: this configuration's rate"
+else
+	fail "wgshape metrics mark: see above"
+fi
+expect_eq "wgshape metrics later0: no other interface" "" \
+	"$(grep -v '^#' "$LAB_TMP/later0.prom" | grep -v 'interface="later0"' | head -3)"
 kill -TERM "$DPID"
 rc=0
 wait "$DPID" || rc=$?
 expect_eq "daemon exit status after SIGTERM" 0 "$rc"
 expect_match "its last line" '^<6>stopped$' "$(tail -n 1 "$LOG")"
+expect_eq "metrics-file removed when the daemon stopped" no "$([ -e "$PROM" ] && echo yes || echo no)"
 roots
 for dev in wg1 wg2 wg3 wg4 wg5; do
 	expect_root "$dev" kind=noqueue
