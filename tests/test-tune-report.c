@@ -28,7 +28,9 @@ static struct tune_step step(uint64_t rate, double goodput, double loaded_p50, d
 
 	s.idle = (struct lat_stats){ .n = 20, .min = 19, .p50 = 20.1, .p95 = 22.3, .max = 23 };
 	s.loaded = (struct lat_stats){ .n = 40 - lost, .lost = lost, .p50 = loaded_p50,
-				       .p95 = loaded_p95 };
+				       .p95 = loaded_p95, .tm95 = loaded_p50 };
+	/* the load's own connections: twice the probes' RTT (a queue of their own) */
+	s.self = (struct lat_stats){ .n = 30, .p50 = 2 * loaded_p50, .tm95 = 2 * loaded_p50 };
 	return s;
 }
 
@@ -131,19 +133,19 @@ static char *capture(print_fn fn)
 
 /* clang-format off */
 static const char text_report[] =
-	"  step               rate    goodput  idle50  idle95  load50  load95  added50  added95  trend   proj  drops   core  grade\n"
-	"  unshaped x1           -   5698Kbit    20.1    22.3    40.2    55.5     20.1     33.2    0.0    0.0      3    51%  A\n"
-	"  unshaped              -   9876Kbit    20.1    22.3   120.2   180.8    100.2    158.4    0.0    0.0     17    73%  C\n"
-	"  search        10400Kbit   9600Kbit    20.1    22.3    90.0     inf     69.9      inf    2.5   47.4     44    70%  C\n"
-	"  confirm        9680Kbit   9280Kbit    20.1    22.3    22.0    26.0      1.9      3.7   -0.2    1.4      2   100%  A+\n"
-	"  20% under      7901Kbit   7600Kbit    20.1    22.3    21.0    25.0      0.9      2.7    0.0    0.0      1    40%  A+\n"
+	"  step               rate    goodput  idle50  idle95  load50  load95  added50  added95  trend   proj  drops   core    rpm  grade\n"
+	"  unshaped x1           -   5698Kbit    20.1    22.3    40.2    55.5     20.1     33.2    0.0    0.0      3    51%   1119  A\n"
+	"  unshaped              -   9876Kbit    20.1    22.3   120.2   180.8    100.2    158.4    0.0    0.0     17    73%    374  C\n"
+	"  search        10400Kbit   9600Kbit    20.1    22.3    90.0     inf     69.9      inf    2.5   47.4     44    70%    500  C\n"
+	"  confirm        9680Kbit   9280Kbit    20.1    22.3    22.0    26.0      1.9      3.7   -0.2    1.4      2   100%   2045  A+\n"
+	"  20% under      7901Kbit   7600Kbit    20.1    22.3    21.0    25.0      0.9      2.7    0.0    0.0      1    40%   2143  A+\n"
 	"\n"
 	"wg0 egress: 9529Kbit (96% of the unshaped 9876Kbit) in 2 steps, 41 s\n"
-	"  unshaped:    goodput 9876Kbit, added latency 100.2 ms (p95 158.4), grade C; one stream alone 5.7 Mbit/s\n"
-	"  tuned:       goodput 9280Kbit (94%), added latency 1.9 ms (p95 3.7), grade A+\n"
-	"  20% under:   goodput 7600Kbit (77%), added latency 0.9 ms (p95 2.7), grade A+\n"
+	"  unshaped:    goodput 9876Kbit, added latency 100.2 ms (p95 158.4), grade C, 374 RPM; one stream alone 5.7 Mbit/s\n"
+	"  tuned:       goodput 9280Kbit (94%), added latency 1.9 ms (p95 3.7), grade A+, 2045 RPM\n"
+	"  20% under:   goodput 7600Kbit (77%), added latency 0.9 ms (p95 2.7), grade A+, 2143 RPM\n"
 	"\n"
-	"wg0 ingress: not bloated: unshaped at 9876Kbit, latency under load +2.1 ms (p95 +2.4), grade A+. Nothing to shape.\n"
+	"wg0 ingress: not bloated: unshaped at 9876Kbit, latency under load +2.1 ms (p95 +2.4), grade A+, 2022 RPM. Nothing to shape.\n"
 	"\n"
 	"wg0 egress: no rate kept latency at the idle level (latency rose under load even at the lowest rate tried).\n";
 
@@ -171,6 +173,9 @@ static const char json_report[] =
 	"      \"lost\" : 1,\n"
 	"      \"drops\" : 17,\n"
 	"      \"busiest_core\" : 0.73399999999999999,\n"
+	"      \"rpm\" : 374,\n"
+	"      \"rpm_foreign\" : 499,\n"
+	"      \"rpm_loaded\" : 249,\n"
 	"      \"grade\" : \"C\"\n"
 	"    },\n"
 	"    \"rule_20_under\" : {\n"
@@ -187,6 +192,9 @@ static const char json_report[] =
 	"      \"lost\" : 0,\n"
 	"      \"drops\" : 1,\n"
 	"      \"busiest_core\" : 0.40000000000000002,\n"
+	"      \"rpm\" : 2143,\n"
+	"      \"rpm_foreign\" : 2857,\n"
+	"      \"rpm_loaded\" : 1429,\n"
 	"      \"grade\" : \"A+\"\n"
 	"    },\n"
 	"    \"steps\" : [\n"
@@ -204,6 +212,9 @@ static const char json_report[] =
 	"        \"lost\" : 3,\n"
 	"        \"drops\" : 44,\n"
 	"        \"busiest_core\" : 0.69999999999999996,\n"
+	"        \"rpm\" : 500,\n"
+	"        \"rpm_foreign\" : 667,\n"
+	"        \"rpm_loaded\" : 333,\n"
 	"        \"grade\" : \"C\"\n"
 	"      },\n"
 	"      {\n"
@@ -220,6 +231,9 @@ static const char json_report[] =
 	"        \"lost\" : 0,\n"
 	"        \"drops\" : 2,\n"
 	"        \"busiest_core\" : 0.995,\n"
+	"        \"rpm\" : 2045,\n"
+	"        \"rpm_foreign\" : 2727,\n"
+	"        \"rpm_loaded\" : 1364,\n"
 	"        \"grade\" : \"A+\"\n"
 	"      }\n"
 	"    ]\n"
@@ -247,6 +261,9 @@ static const char json_report[] =
 	"      \"lost\" : 0,\n"
 	"      \"drops\" : 0,\n"
 	"      \"busiest_core\" : 0.0,\n"
+	"      \"rpm\" : 0,\n"
+	"      \"rpm_foreign\" : 0,\n"
+	"      \"rpm_loaded\" : 0,\n"
 	"      \"grade\" : \"F\"\n"
 	"    },\n"
 	"    \"steps\" : []\n"

@@ -122,6 +122,54 @@ static void test_rpm(void)
 		      rpm_cases[i].want);
 }
 
+/* The trimmed mean leaves out the top 5%: ceil(0.95 n) of the lowest are kept. */
+static void test_trimmed_mean(void)
+{
+	double x[40];
+	struct lat_stats st;
+
+	/* 20 samples: the one highest is left out */
+	for (int i = 0; i < 20; i++)
+		x[i] = i == 7 ? 1000 : 10;
+	lat_stats_compute(x, 20, 0, &st);
+	check(G_APPROX_VALUE(st.tm95, 10, EPS), "20 samples, one 1000: tm95 %g, want 10", st.tm95);
+	/* 19: ceil(18.05) = 19, none left out */
+	for (int i = 0; i < 19; i++)
+		x[i] = i == 0 ? 200 : 10;
+	lat_stats_compute(x, 19, 0, &st);
+	check(G_APPROX_VALUE(st.tm95, (200 + 18 * 10) / 19.0, EPS), "19 samples: tm95 %g", st.tm95);
+	/* 40 in order 1..40: the two highest out, the mean of 1..38 */
+	for (int i = 0; i < 40; i++)
+		x[i] = 40 - i;
+	lat_stats_compute(x, 40, 3, &st);
+	check(G_APPROX_VALUE(st.tm95, 19.5, EPS), "1..40: tm95 %g, want 19.5", st.tm95);
+	/* one sample is its own trimmed mean */
+	x[0] = 42;
+	lat_stats_compute(x, 1, 0, &st);
+	check(G_APPROX_VALUE(st.tm95, 42, EPS), "one sample: tm95 %g", st.tm95);
+}
+
+/* A step's responsiveness: the mean of the foreign and the loaded RPM, or the one there is. */
+static void test_step_rpm(void)
+{
+	struct tune_step s = { 0 };
+	struct tune_rpm r;
+
+	tune_step_rpm(&s, &r);
+	check(r.rpm == 0 && r.foreign == 0 && r.loaded == 0, "no samples: %g", r.rpm);
+	s.loaded = (struct lat_stats){ .n = 50, .tm95 = 40 };
+	tune_step_rpm(&s, &r);
+	check(G_APPROX_VALUE(r.rpm, 1500, EPS) && r.loaded == 0, "probes only: %g", r.rpm);
+	s.self = (struct lat_stats){ .n = 80, .tm95 = 120 };
+	tune_step_rpm(&s, &r);
+	check(G_APPROX_VALUE(r.foreign, 1500, EPS) && G_APPROX_VALUE(r.loaded, 500, EPS) &&
+		      G_APPROX_VALUE(r.rpm, 1000, EPS),
+	      "both: %g (foreign %g, loaded %g), want 1000", r.rpm, r.foreign, r.loaded);
+	s.loaded.n = 0;
+	tune_step_rpm(&s, &r);
+	check(G_APPROX_VALUE(r.rpm, 500, EPS), "the load's own only: %g", r.rpm);
+}
+
 /* ---- one step ---------------------------------------------------------- */
 
 #define LAT(N, LOST, P50, P95) { .n = (N), .lost = (LOST), .p50 = (P50), .p95 = (P95) }
@@ -1203,6 +1251,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/tune/stats", test_stats);
 	g_test_add_func("/tune/grade", test_grade);
 	g_test_add_func("/tune/rpm", test_rpm);
+	g_test_add_func("/tune/trimmed-mean", test_trimmed_mean);
+	g_test_add_func("/tune/step-rpm", test_step_rpm);
 	g_test_add_func("/tune/added", test_added);
 	g_test_add_func("/tune/names", test_names);
 	g_test_add_func("/tune/search/not-bloated", test_search_not_bloated);

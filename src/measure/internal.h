@@ -75,6 +75,12 @@ void measure_load_perform(struct run *r);
 uint64_t measure_load_bytes(const struct load *l);
 /* The warm-up is over: what moved so far is left out of goodput. */
 void measure_load_mark_warm(struct load *l);
+/*
+ * After the warm-up, every probe interval: each stream's own RTT from the
+ * kernel (TCP_INFO: the sender's smoothed RTT for an upload, the receiver's
+ * estimate for a download), for measure_result.self_rtt_ms.
+ */
+void measure_load_sample_rtt(struct run *r);
 /* The run is over: count what moved, then abort every transfer. */
 void measure_load_end(struct load *l);
 /* The streams' counts; res->steady_seconds is set. */

@@ -50,6 +50,7 @@ struct load {
 	struct curl_slist *headers, *resolve;
 	char host[256];
 	char addr[ADDR_STR_SIZE];
+	GArray *self_rtt; /* double ms: the streams' own RTTs, sampled after the warm-up */
 };
 
 static int curl_to_errno(CURLcode c)
@@ -447,6 +448,8 @@ void measure_load_free(struct load *l)
 		return;
 	load_stop(l);
 	g_free(l->streams);
+	if (l->self_rtt)
+		g_array_free(l->self_rtt, TRUE);
 	if (l->multi)
 		curl_multi_cleanup(l->multi);
 	curl_slist_free_all(l->headers);
@@ -506,6 +509,32 @@ void measure_load_mark_warm(struct load *l)
 		l->streams[i].warm_bytes = stream_bytes(&l->streams[i]);
 }
 
+void measure_load_sample_rtt(struct run *r)
+{
+	struct load *l = r->load;
+	bool upload = r->cfg->load == MEASURE_LOAD_UPLOAD;
+
+	if (!l->self_rtt)
+		l->self_rtt = g_array_new(FALSE, FALSE, sizeof(double));
+	for (unsigned int i = 0; i < l->n; i++) {
+		const struct stream *s = &l->streams[i];
+		struct tcp_info ti = { 0 };
+		socklen_t len = sizeof(ti);
+		uint32_t us;
+		double ms;
+
+		if (s->fd < 0 || getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+		    len < offsetof(struct tcp_info, tcpi_rcv_rtt) + sizeof(ti.tcpi_rcv_rtt))
+			continue;
+		/* the sender smooths its RTT from ACKs; a receiver estimates one */
+		us = upload ? ti.tcpi_rtt : ti.tcpi_rcv_rtt;
+		if (!us)
+			continue; /* no estimate yet */
+		ms = us / 1000.0;
+		g_array_append_val(l->self_rtt, ms);
+	}
+}
+
 void measure_load_end(struct load *l)
 {
 	for (unsigned int i = 0; i < l->n; i++)
@@ -531,5 +560,9 @@ void measure_load_collect(const struct load *l, struct measure_result *res)
 	}
 	if (res->steady_seconds > 0)
 		res->goodput = res->steady_bytes / res->steady_seconds;
+	if (l->self_rtt && l->self_rtt->len) {
+		res->n_self_rtt = l->self_rtt->len;
+		res->self_rtt_ms = g_memdup2(l->self_rtt->data, l->self_rtt->len * sizeof(double));
+	}
 	g_strlcpy(res->load_addr, l->addr, sizeof(res->load_addr));
 }

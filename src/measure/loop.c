@@ -23,6 +23,7 @@ struct timeline {
 	int64_t start, warm, end, stop;
 	bool warm_done; /* the warm-up's bytes are marked; at once without load */
 	int64_t progress_ns, next_progress;
+	int64_t self_ns, next_self; /* the load's own RTTs, after the warm-up */
 	int64_t last_progress_ns;
 	uint64_t last_progress_bytes;
 };
@@ -76,6 +77,7 @@ void measure_result_free(struct measure_result *r)
 		return;
 	g_free(r->streams);
 	g_free(r->rtt_ms);
+	g_free(r->self_rtt_ms);
 	g_free(r->samples);
 	g_free(r);
 }
@@ -196,6 +198,13 @@ static void run_turn(struct run *r, struct timeline *tl, int64_t now)
 		measure_load_mark_warm(r->load);
 		tl->warm = now;
 		tl->warm_done = true;
+		tl->next_self = now;
+	}
+	if (r->load && tl->warm_done && now >= tl->next_self) {
+		measure_load_sample_rtt(r);
+		tl->next_self += tl->self_ns;
+		if (tl->next_self <= now)
+			tl->next_self = now + tl->self_ns;
 	}
 	if (cfg->progress && now >= tl->next_progress) {
 		report_progress(r, tl, now);
@@ -205,6 +214,8 @@ static void run_turn(struct run *r, struct timeline *tl, int64_t now)
 	}
 	if (!tl->warm_done)
 		deadline = MIN(deadline, tl->warm);
+	else if (r->load)
+		deadline = MIN(deadline, tl->next_self);
 	if (cfg->progress)
 		deadline = MIN(deadline, tl->next_progress);
 	wait_events(r, deadline);
@@ -255,6 +266,8 @@ static void timeline_init(struct timeline *tl, const struct measure_config *cfg)
 	tl->last_progress_ns = tl->start;
 	tl->last_progress_bytes = 0;
 	tl->warm_done = !with_load;
+	tl->self_ns = (int64_t)MAX(cfg->probe_interval_ms, 10u) * NS_PER_MS;
+	tl->next_self = tl->warm;
 }
 
 static struct measure_result *collect(const struct run *r, const struct timeline *tl)

@@ -136,6 +136,13 @@ struct measure_result {
 	/* Probes sent after the warm-up (all of them when there is no load). */
 	double *rtt_ms; /* the ones that came back, in sending order */
 	size_t n_rtt;
+	/*
+	 * The load's own connections' RTTs after the warm-up, each stream's
+	 * every probe interval (TCP_INFO: the sender's smoothed RTT for an
+	 * upload, the receiver's estimate for a download); NULL: none.
+	 */
+	double *self_rtt_ms;
+	size_t n_self_rtt;
 	size_t lost; /* no echo within probe_timeout_ms */
 	struct measure_sample *samples; /* every probe, warm-up included (for plots) */
 	size_t n_samples;

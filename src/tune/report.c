@@ -25,9 +25,11 @@ static void print_share(const char *key, const char *fmt, double share)
 static void print_step(const char *key, const char *label, const struct tune_step *s)
 {
 	char rate[UNITS_BUFSZ], good[UNITS_BUFSZ];
+	struct tune_rpm rpm;
 	double a50, a95;
 
 	tune_added(s, &a50, &a95);
+	tune_step_rpm(s, &rpm);
 	if (s->rate)
 		format_rate(rate, sizeof(rate), s->rate);
 	else
@@ -50,15 +52,19 @@ static void print_step(const char *key, const char *label, const struct tune_ste
 	print_uint("lost", NULL, s->loaded.lost);
 	print_uint("drops", " %6" PRIu64, s->drops);
 	print_share("busiest_core", " %5.0f%%", s->busiest_core);
+	/* responsiveness: round trips a minute, whole (0: no sample) */
+	print_uint("rpm", " %6" PRIu64, (uint64_t)llround(rpm.rpm));
+	print_uint("rpm_foreign", NULL, (uint64_t)llround(rpm.foreign));
+	print_uint("rpm_loaded", NULL, (uint64_t)llround(rpm.loaded));
 	print_string("grade", "  %s\n", bloat_grade(a50));
 	print_close_object();
 }
 
 void tune_report_head(void)
 {
-	print_text("  %-12s %10s %10s %7s %7s %7s %7s %8s %8s %6s %6s %6s %6s  %s\n", "step", "rate",
-		   "goodput", "idle50", "idle95", "load50", "load95", "added50", "added95", "trend",
-		   "proj", "drops", "core", "grade");
+	print_text("  %-12s %10s %10s %7s %7s %7s %7s %8s %8s %6s %6s %6s %6s %6s  %s\n", "step",
+		   "rate", "goodput", "idle50", "idle95", "load50", "load95", "added50", "added95",
+		   "trend", "proj", "drops", "core", "rpm", "grade");
 }
 
 void tune_report_row(const char *label, const struct tune_step *s)
@@ -73,13 +79,16 @@ void tune_report_row(const char *label, const struct tune_step *s)
 static void say_no_rate(const struct tune_run *t)
 {
 	char cap[UNITS_BUFSZ];
+	struct tune_rpm rpm;
 	double u50, u95;
 
 	tune_added(&t->unshaped, &u50, &u95);
+	tune_step_rpm(&t->unshaped, &rpm);
 	format_rate(cap, sizeof(cap), (uint64_t)t->unshaped.goodput);
 	if (t->search.phase == TUNE_NOT_BLOATED)
 		print_text("not bloated: unshaped at %s, latency under load +%.1f ms (p95 +%.1f), "
-			   "grade %s. Nothing to shape.\n", cap, u50, u95, bloat_grade(u50));
+			   "grade %s, %.0f RPM. Nothing to shape.\n", cap, u50, u95, bloat_grade(u50),
+			   rpm.rpm);
 	else
 		print_text("no rate kept latency at the idle level (%s).\n",
 			   tune_why_str(t->search.why));
@@ -90,12 +99,16 @@ static void say_against_unshaped(const char *label, const struct tune_step *s,
 				 const struct tune_step *unshaped)
 {
 	char good[UNITS_BUFSZ];
+	struct tune_rpm rpm;
 	double a50, a95;
 
 	tune_added(s, &a50, &a95);
+	tune_step_rpm(s, &rpm);
 	format_rate(good, sizeof(good), (uint64_t)s->goodput);
-	print_text("  %-12s goodput %s (%.0f%%), added latency %.1f ms (p95 %.1f), grade %s\n",
-		   label, good, 100.0 * s->goodput / unshaped->goodput, a50, a95, bloat_grade(a50));
+	print_text("  %-12s goodput %s (%.0f%%), added latency %.1f ms (p95 %.1f), grade %s, "
+		   "%.0f RPM\n",
+		   label, good, 100.0 * s->goodput / unshaped->goodput, a50, a95, bloat_grade(a50),
+		   rpm.rpm);
 }
 
 /*
@@ -109,9 +122,11 @@ void tune_report(const struct tune_run *t)
 	enum tune_phase ph = t->search.phase;
 	bool shaped = ph != TUNE_NOT_BLOATED && ph != TUNE_FAILED;
 	char rate[UNITS_BUFSZ], cap[UNITS_BUFSZ], single[UNITS_BUFSZ];
+	struct tune_rpm urpm;
 	double u50, u95;
 
 	tune_added(&t->unshaped, &u50, &u95);
+	tune_step_rpm(&t->unshaped, &urpm);
 	format_rate(rate, sizeof(rate), t->search.result);
 	format_rate(cap, sizeof(cap), (uint64_t)t->unshaped.goodput);
 	snprintf(single, sizeof(single), "%.1f Mbit/s", t->single_stream_goodput * 8 / 1e6);
@@ -134,7 +149,7 @@ void tune_report(const struct tune_run *t)
 	print_uint("streams", NULL, t->o->streams);
 	if (shaped)
 		print_text("  unshaped:    goodput %s, added latency %.1f ms (p95 %.1f), "
-			   "grade %s; ", cap, u50, u95, bloat_grade(u50));
+			   "grade %s, %.0f RPM; ", cap, u50, u95, bloat_grade(u50), urpm.rpm);
 	print_uint_as("single_stream_goodput", shaped ? "one stream alone %s\n" : NULL,
 		      (uint64_t)(t->single_stream_goodput * 8), single);
 	if (shaped) {

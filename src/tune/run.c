@@ -302,6 +302,7 @@ static int measure(struct tune_run *t, unsigned int streams, unsigned int ms,
 	lat_stats_compute(res->rtt_ms, res->n_rtt, res->lost, &step->loaded);
 	if (streams)
 		step_trend(res, mc.warmup_ms, &step->trend);
+	lat_stats_compute(res->self_rtt_ms, res->n_self_rtt, 0, &step->self);
 	step->idle = t->idle;
 	step->drops = d1 >= d0 ? d1 - d0 : 0;
 	step->busiest_core = busy.busiest;

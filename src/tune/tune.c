@@ -30,6 +30,7 @@ static double percentile(const double *x, size_t n, double p)
 void lat_stats_compute(double *samples, size_t n, size_t lost, struct lat_stats *out)
 {
 	double sum = 0;
+	size_t keep;
 
 	memset(out, 0, sizeof(*out));
 	out->n = n;
@@ -44,6 +45,12 @@ void lat_stats_compute(double *samples, size_t n, size_t lost, struct lat_stats 
 	out->mean = sum / (double)n;
 	out->p50 = percentile(samples, n, 0.50);
 	out->p95 = percentile(samples, n, 0.95);
+	/* the trimmed mean: the lowest ceil(0.95 n), the top 5% left out */
+	keep = (n * 95 + 99) / 100;
+	sum = 0;
+	for (size_t i = 0; i < keep; i++)
+		sum += samples[i];
+	out->tm95 = sum / (double)keep;
 }
 
 /* The median of x[0..n) (n > 0), sorted in place. */
@@ -125,6 +132,16 @@ double rpm(double loaded_rtt_ms)
 }
 
 /* ---- one step ---------------------------------------------------------- */
+
+void tune_step_rpm(const struct tune_step *s, struct tune_rpm *out)
+{
+	out->foreign = s->loaded.n ? rpm(s->loaded.tm95) : 0;
+	out->loaded = s->self.n ? rpm(s->self.tm95) : 0;
+	if (out->foreign > 0 && out->loaded > 0)
+		out->rpm = (out->foreign + out->loaded) / 2;
+	else
+		out->rpm = out->foreign > 0 ? out->foreign : out->loaded;
+}
 
 void tune_added(const struct tune_step *s, double *p50_ms, double *p95_ms)
 {

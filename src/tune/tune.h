@@ -23,6 +23,9 @@ struct lat_stats {
 	size_t n; /* samples that came back */
 	size_t lost; /* probes that did not */
 	double min, p50, p95, max, mean; /* milliseconds, over the n that came back */
+	/* the mean of the lowest 95% (ceil(0.95 n) of them): the trimmed mean of
+	 * the responsiveness draft (single-sided, at its default 95%) */
+	double tm95;
 };
 
 /*
@@ -78,6 +81,12 @@ struct tune_step {
 	 * idle measurement, copied into every step); loaded: during this load. */
 	struct lat_stats idle, loaded;
 	struct lat_trend trend; /* of the loaded RTTs; n 0: none, not judged */
+	/*
+	 * The load's own connections' RTTs under load (the kernel's TCP_INFO:
+	 * the sender's smoothed RTT for an upload, the receiver's estimate for a
+	 * download): the draft's stand-in for self probes on HTTP/1.1. n 0: none.
+	 */
+	struct lat_stats self;
 	uint64_t drops; /* cake's drops during the step (reported, not judged) */
 	double busiest_core; /* 0..1, from /proc/stat (reported, not judged) */
 };
@@ -108,6 +117,19 @@ double tune_projected(const struct tune_step *s);
  * queue that grows by less is noise, or too slow to matter).
  */
 bool tune_step_growing(const struct tune_step *s, const struct tune_target *t);
+
+/*
+ * Responsiveness under load, in round trips per minute, as the IETF draft
+ * "Responsiveness under Working Conditions" computes it from trimmed means
+ * (tm95): the mean of the foreign responsiveness, 60000 / tm95 of the
+ * probes' RTTs (UDP or ICMP echo on a flow of their own), and the loaded
+ * one, 60000 / tm95 of the load connections' own RTTs (s->self). One of the
+ * two when the other has no sample; 0 when neither has.
+ */
+struct tune_rpm {
+	double rpm, foreign, loaded;
+};
+void tune_step_rpm(const struct tune_step *s, struct tune_rpm *out);
 
 /* Did this step keep latency at the idle level: both added figures within t,
  * and its queue not growing toward the target? */

@@ -168,6 +168,15 @@ part_egress() {
 	expect_ge "-j tune egress: steps" 2 "$n"
 	expect_eq "-j tune egress: outcome" "done" "$(jq -r '.[0].outcome' <<<"$json" 2>/dev/null)"
 	expect_same_snapshot "tune without save over a hand-set cake" "$before" "$after"
+	# responsiveness: the load's own round trips were sampled (TCP_INFO), RPM is
+	# the mean of the two parts, and the bloated line's is far below a shaped step's
+	expect_ge "-j tune egress: unshaped rpm_loaded (the load's own RTTs sampled)" 1 \
+		"$(jq -r '.[0].unshaped.rpm_loaded' <<<"$json" 2>/dev/null || echo 0)"
+	expect_eq "-j tune egress: rpm = the mean of rpm_foreign and rpm_loaded (each step, +-1)" "" \
+		"$(jq -r '.[0].steps[] | select(((.rpm_foreign + .rpm_loaded) / 2 - .rpm) | fabs > 1) | .rate' <<<"$json" 2>/dev/null)"
+	expect_ge "-j tune egress: the best step's RPM over 3 x the unshaped line's" 0 \
+		"$(jq -r '.[0] | ([.steps[].rpm] | max) - 3 * .unshaped.rpm' <<<"$json" 2>/dev/null || echo -1)"
+	FIGURES+=("egress -j run, responsiveness: $(jq -r '.[0] | "unshaped \(.unshaped.rpm) RPM (foreign \(.unshaped.rpm_foreign), loaded \(.unshaped.rpm_loaded)); shaped steps \([.steps[].rpm] | min)-\([.steps[].rpm] | max) RPM"' <<<"$json" 2>/dev/null)")
 	FIGURES+=("egress -j run: $(jq -r '.[0] | "rate \(.rate / 1e6) Mbit/s vs unshaped goodput \(.unshaped.goodput / 1e6) Mbit/s, \(.steps | length) steps, \(.seconds | floor) s"' <<<"$json" 2>/dev/null); wall $TUNE_SECS s")
 
 	step "tune wg0 egress save plot FILE, from no shaping"
