@@ -368,6 +368,46 @@ appear_to_cake wg7 "$ft" "$fl" 15000
 ip link del wg7
 wait_state wgshape@wg7.service inactive 10 || fail "wgshape@wg7.service did not stop the second time"
 
+# ---- the rate channel ----------------------------------------------------------
+
+step "the rate channel through the unit: a client in a namespace asks the server for its download"
+# The server: wgr here (10.203.0.1); the client: wgc in namespace rc, over a veth.
+skey=$(wg genkey) ckey=$(wg genkey)
+ip netns add rc
+ip link add rcv0 type veth peer name rcv1 netns rc
+ip addr add 10.202.0.1/24 dev rcv0
+ip link set rcv0 up
+ip -n rc addr add 10.202.0.2/24 dev rcv1
+ip -n rc link set rcv1 up
+ip -n rc link set lo up
+ip link add wgr type wireguard
+wg set wgr private-key <(echo "$skey") listen-port 51903 \
+	peer "$(wg pubkey <<<"$ckey")" allowed-ips 10.203.0.2/32
+ip addr add 10.203.0.1/24 dev wgr
+ip link set wgr up
+ip -n rc link add wgc type wireguard
+ip netns exec rc wg set wgc private-key <(echo "$ckey") \
+	peer "$(wg pubkey <<<"$skey")" allowed-ips 10.203.0.0/24 endpoint 10.202.0.1:51903
+ip -n rc addr add 10.203.0.2/24 dev wgc
+ip -n rc link set wgc up
+ip netns exec rc ping -c 1 -W 2 10.203.0.1 >/dev/null && pass "the tunnel carries a ping" ||
+	fail "no ping through the tunnel wgc -> wgr"
+printf '[interface wgr]\negress = 20mbit\nclient-download = yes\n' >"$CONF"
+systemctl enable --now wgshape.service 2>&1 | sed 's/^/   | /'
+wait_state wgshape.service active 10 || fail "wgshape.service is $(active_state wgshape.service)"
+out=$(ip netns exec rc env WGSHAPE_STATE_DIR=/run/wgshape-rc "$SBIN/wgshape" set wgc client download 5mbit \
+	server 10.203.0.1 2>&1) && rc=0 || rc=$?
+sed 's/^/   | /' <<<"$out"
+expect_eq "the client's request: exit status" 0 "$rc"
+expect_match "the server's daemon answered" 'applied' "$out"
+classes=$(tc class show dev wgr)
+sed 's/^/   | /' <<<"$classes"
+expect_match "wgr: a class of the client's, up to 5mbit" 'ceil 5Mbit' "$classes"
+show_journal wgshape.service 6
+systemctl disable --now wgshape.service 2>&1 | sed 's/^/   | /'
+ip netns del rc
+ip link del wgr
+
 info "link -> cake under systemd: ${DELAYS[*]} ms"
 info "scenario took $(el)"
 finish
