@@ -86,6 +86,7 @@ static void test_roundtrip(void)
 	g_assert_cmpint(state_load(sub, "wg0", &back), ==, -ENOENT);
 	g_assert_cmpint(state_remove(sub, "client"), ==, 0);
 	g_assert_cmpint(g_rmdir(sub), ==, 0);
+	safe_tmp_rm(dir);
 	shape_state_clear(&st);
 }
 
