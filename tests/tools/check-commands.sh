@@ -17,23 +17,13 @@ fi
 wgshape=$build/wgshape
 fails=0
 
-# A folder for the configuration below none that others can write (wgshape
-# refuses those, /tmp among them): the first fit of these.
-dir=
-for base in "${XDG_RUNTIME_DIR:-}" /run "$build"; do
-	[ -n "$base" ] && [ -d "$base" ] || continue
-	d=$(mktemp -d "$base/wgshape-commands.XXXXXX" 2>/dev/null) || continue
-	chmod 0755 "$d"
-	printf '[interface wg0]\negress = 10mbit\ningress = 50mbit\n' >"$d/wgshape.conf"
-	chmod 0644 "$d/wgshape.conf"
-	if "$wgshape" -c "$d/wgshape.conf" check-config >/dev/null 2>&1; then
-		dir=$d
-		break
-	fi
-	rm -rf "$d"
-done
-[ -n "$dir" ] || { echo "no folder for a configuration that wgshape accepts"; exit 1; }
+# shellcheck source=tests/tools/conf-dir.sh
+. "$(dirname "$0")/conf-dir.sh"
+dir=$(conf_dir "$wgshape" "$build" wgshape-commands) ||
+	{ echo "no folder for a configuration that wgshape accepts"; exit 1; }
 trap 'rm -rf "$dir"' EXIT
+printf '[interface wg0]\negress = 10mbit\ningress = 50mbit\n' >"$dir/wgshape.conf"
+chmod 0644 "$dir/wgshape.conf"
 export WGSHAPE_STATE_DIR=$dir/state-none
 
 # EXIT WANT ARGS...: exits EXIT and says something matching WANT (a grep -E pattern)

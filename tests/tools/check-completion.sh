@@ -16,20 +16,10 @@ fails=0
 # shellcheck source=/dev/null
 source "$completion" || { echo "cannot source $completion"; exit 1; }
 
-# A folder below none that others can write (wgshape refuses a configuration
-# there, /tmp among them): the first fit of these.
-tmp=
-for base in "${XDG_RUNTIME_DIR:-}" /run "$build"; do
-	[ -n "$base" ] && [ -d "$base" ] || continue
-	tmp=$(mktemp -d "$base/wgshape-completion.XXXXXX" 2>/dev/null) || continue
-	chmod 0755 "$tmp"
-	printf '[interface wg0]\negress = 1mbit\n' >"$tmp/probe.conf"
-	chmod 0644 "$tmp/probe.conf"
-	"$wgshape" -c "$tmp/probe.conf" check-config >/dev/null 2>&1 && break
-	rm -rf "$tmp"
-	tmp=
-done
-[ -n "$tmp" ] || { echo "no folder for a configuration that wgshape accepts"; exit 1; }
+# shellcheck source=tests/tools/conf-dir.sh
+. "$(dirname "$0")/conf-dir.sh"
+tmp=$(conf_dir "$wgshape" "$build" wgshape-completion) ||
+	{ echo "no folder for a configuration that wgshape accepts"; exit 1; }
 trap 'rm -rf "$tmp"' EXIT
 
 # the interfaces, in the kernel's (sysfs') order: eth0 lo wg0 wg1 wlan0
