@@ -23,7 +23,7 @@ const char metrics_usage[] =
 int metrics_main(int argc, char **argv, const struct cli *cli)
 {
 	g_autoptr(GString) out = g_string_new(NULL);
-	char *one[2] = { NULL, NULL };
+	char *one[] = { argc == 2 ? argv[1] : NULL, NULL };
 	struct netlink *nl;
 	struct link_info link;
 	int r;
@@ -41,7 +41,6 @@ int metrics_main(int argc, char **argv, const struct cli *cli)
 		netlink_close(nl);
 		return EXIT_FAIL;
 	}
-	one[0] = argc == 2 ? argv[1] : NULL;
 	r = metrics_collect(nl, cli->statedir, one[0] ? one : NULL, out);
 	netlink_close(nl);
 	fwrite(out->str, 1, out->len, stdout);

@@ -639,6 +639,21 @@ static void parse_iface_group(struct config *cfg, GKeyFile *kf, const char *file
 	}
 }
 
+/* A [daemon] key of seconds from lo to hi into *dst; else a warning, and *dst stays. */
+static void daemon_seconds(struct config *cfg, const char *file, unsigned int line,
+			   const char *key, const char *v, guint64 lo, guint64 hi, unsigned int *dst)
+{
+	guint64 secs;
+
+	if (!v || !g_ascii_string_to_unsigned(v, 10, lo, hi, &secs, NULL))
+		warn(cfg, file, line,
+		     "%s = '%s': not a number of seconds from %" G_GUINT64_FORMAT
+		     " to %" G_GUINT64_FORMAT "; skipped",
+		     key, v ? TEXT_QUOTE(v) : "", lo, hi);
+	else
+		*dst = (unsigned int)secs;
+}
+
 static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *file,
 			       struct lines *lines, const char *group)
 {
@@ -662,13 +677,7 @@ static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *fil
 			continue;
 		}
 		if (!strcmp(keys[i], "client-lease")) {
-			guint64 secs;
-
-			if (!v || !g_ascii_string_to_unsigned(v, 10, 3, 86400, &secs, NULL))
-				warn(cfg, file, line, "client-lease = '%s': not a number of seconds "
-				     "from 3 to 86400; skipped", v ? TEXT_QUOTE(v) : "");
-			else
-				cfg->client_lease = (unsigned int)secs;
+			daemon_seconds(cfg, file, line, keys[i], v, 3, 86400, &cfg->client_lease);
 			continue;
 		}
 		if (!strcmp(keys[i], "metrics-file")) {
@@ -682,13 +691,7 @@ static void parse_daemon_group(struct config *cfg, GKeyFile *kf, const char *fil
 			continue;
 		}
 		if (!strcmp(keys[i], "metrics-every")) {
-			guint64 secs;
-
-			if (!v || !g_ascii_string_to_unsigned(v, 10, 1, 3600, &secs, NULL))
-				warn(cfg, file, line, "metrics-every = '%s': not a number of seconds "
-				     "from 1 to 3600; skipped", v ? TEXT_QUOTE(v) : "");
-			else
-				cfg->metrics_every = (unsigned int)secs;
+			daemon_seconds(cfg, file, line, keys[i], v, 1, 3600, &cfg->metrics_every);
 			continue;
 		}
 		if (!strcmp(keys[i], "enforce"))
