@@ -8,6 +8,9 @@
 # SLOW for PHASE s, then FAST again; 10 ms each way; a buffer of 1.2 s at
 # FAST (so 4.5 s at SLOW). FAST scales with what the VM moves unshaped (a
 # sixth of it, 6 to 12 Mbit/s); SLOW is 4/15 of it (30 -> 8 Mbit/s scaled).
+# The changes are timed from the run's start (tc on both ends at once), and
+# each run's figures use the phases as they were: from the times tc's
+# changes had taken effect.
 # srv runs `wgshape daemon` with client-download = yes (it answers the
 # probes and shapes cli's download in cli's own class); cli runs `wgshape
 # daemon` with an [interface wg0] section. The load: iperf3 upload (cli ->
@@ -111,13 +114,16 @@ read -r CAP_SLOW_UP CAP_SLOW_DOWN <<<"$(both_ways)"
 lab_bottleneck "${FAST_K}kbit/${FAST_K}kbit" 10ms "$LIMIT" >/dev/null
 [ -n "$CAP_FAST_UP" ] && [ -n "$CAP_SLOW_DOWN" ] || die "iperf3 failed measuring the line: $(tail -3 "$LAB_TMP/cap.up")"
 info "at ${FAST_K}kbit: up $(mbit "$CAP_FAST_UP"), down $(mbit "$CAP_FAST_DOWN"); at ${SLOW_K}kbit: up $(mbit "$CAP_SLOW_UP"), down $(mbit "$CAP_SLOW_DOWN")"
-# cap_run NPH: the time-averaged capacity of a run of NPH phases (the first
-# SKIP_S s left out), both ways together
+# cap_run NAME: the time-averaged capacity of run NAME, both ways together,
+# over the times its line was fast and slow (measured: from its .drop and
+# .back, the times tc changed the line), the first SKIP_S s left out
 cap_run() {
-	awk -v n="$1" -v p="$PHASE" -v s="$SKIP_S" -v f=$((CAP_FAST_UP + CAP_FAST_DOWN)) -v w=$((CAP_SLOW_UP + CAP_SLOW_DOWN)) \
-		'BEGIN { printf "%d", (((n - 1) * p - s) * f + p * w) / (n * p - s) }'
+	local back
+	back=$(cat "$LAB_TMP/$1.back" 2>/dev/null || echo "$(($(phases "$1") * PHASE))")
+	awk -v e=$(($(phases "$1") * PHASE)) -v d="$(cat "$LAB_TMP/$1.drop")" -v b="$back" -v s="$SKIP_S" \
+		-v f=$((CAP_FAST_UP + CAP_FAST_DOWN)) -v w=$((CAP_SLOW_UP + CAP_SLOW_DOWN)) \
+		'BEGIN { printf "%d", ((d - s + e - b) * f + (b - d) * w) / (e - s) }'
 }
-CAP_RUN=$(cap_run 3)
 
 # ---- the daemons ----------------------------------------------------------
 
@@ -223,21 +229,21 @@ run() {
 	up=$!
 	inns cli iperf3 -4 -c "$SRV_TUN4" -p 5202 -R -t "$secs" -P 2 -i 1 -J >"$LAB_TMP/$name.down" 2>&1 &
 	dn=$!
-	# the line's timeline (the schedule itself, not a wait for an event)
-	sleep "$PHASE"
-	lab_bottleneck "${SLOW_K}kbit/${SLOW_K}kbit" 10ms "$LIMIT" >/dev/null
-	# the time the line changed (tc's change took effect), from t0
-	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f\n", b - a }' >"$LAB_TMP/$name.drop"
+	# the line's timeline (the schedule itself, not a wait for an event),
+	# kept against t0: the changes and show take a while in the VM
+	until_t "$t0" "$PHASE"
+	line_now "$SLOW_K" "$t0" >"$LAB_TMP/$name.drop"
 	info "t=$(cat "$LAB_TMP/$name.drop")s: the line drops to ${SLOW_K}kbit"
-	sleep "$((PHASE - 3))"
+	until_t "$t0" $((2 * PHASE - 3))
 	cls=$(cli_class)
 	echo "$cls" >"$LAB_TMP/$name.slowclass"
 	echo "$(root_field cli wg0 .options.bandwidth) $(root_field cli ifb4wg0 .options.bandwidth 2>/dev/null)" >"$LAB_TMP/$name.slowcake"
 	[ "$name" != adapt ] || show_during
-	sleep 3
+	rm -f "$LAB_TMP/$name.back"
 	if [ "$nph" = 3 ]; then
-		lab_bottleneck "${FAST_K}kbit/${FAST_K}kbit" 10ms "$LIMIT" >/dev/null
-		info "t=$((2 * PHASE))s: the line is back at ${FAST_K}kbit"
+		until_t "$t0" $((2 * PHASE))
+		line_now "$FAST_K" "$t0" >"$LAB_TMP/$name.back"
+		info "t=$(cat "$LAB_TMP/$name.back")s: the line is back at ${FAST_K}kbit"
 	fi
 	wait "$up" || true
 	wait "$dn" || true
@@ -249,6 +255,26 @@ run() {
 		stop_daemon "$CPID"
 		CPID=''
 	fi
+}
+
+# until_t T0 SECS: sleep until SECS after T0 (an EPOCHREALTIME)
+until_t() {
+	local left
+	left=$(awk -v a="$1" -v s="$2" -v b="$EPOCHREALTIME" 'BEGIN { d = a + s - b; printf "%.3f", (d > 0 ? d : 0) }')
+	sleep "$left"
+}
+
+# line_now KBIT T0: the line at KBIT both ways, the two ends changed at once
+# (one tc each, side by side); prints when both had, s after T0
+line_now() {
+	local a b
+	inns srv tc qdisc replace dev veth-srv root netem rate "${1}kbit" delay 10ms limit "$LIMIT" &
+	a=$!
+	inns cli tc qdisc replace dev veth-cli root netem rate "${1}kbit" delay 10ms limit "$LIMIT" &
+	b=$!
+	wait "$a" || die "tc failed changing srv's end of the line"
+	wait "$b" || die "tc failed changing cli's end of the line"
+	awk -v a="$2" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f\n", b - a }'
 }
 
 # cpu_mark PID FILE: "utime+stime (ticks) realtime" of PID
@@ -282,14 +308,17 @@ figures() {
 	awk -v t0="$t0" -v idle="$idle" '/time=/ { ts = substr($1, 2, length($1) - 2)
 		for (i = 1; i <= NF; i++) if ($i ~ /^time=/) { v = substr($i, 6) }
 		printf "%.3f %.1f\n", ts - t0, v - idle }' "$LAB_TMP/$name.ping" >"$LAB_TMP/$name.lat"
-	local p r
+	# the phases' bounds: as the line changed (.drop, .back), not as planned
+	local p r bounds
+	bounds="$SKIP_S $(cat "$LAB_TMP/$name.drop") $(cat "$LAB_TMP/$name.back" 2>/dev/null || true) $((nph * PHASE))"
 	for p in $(seq 1 "$nph"); do
-		local from=$(((p - 1) * PHASE)) to=$((p * PHASE)) skip=0
-		[ "$p" != 1 ] || skip=$SKIP_S
-		r=$(awk -v a=$((from + skip)) -v b="$to" '$1 >= a && $1 < b { print $2 }' "$LAB_TMP/$name.lat" | quantile 0.95)
+		local from to
+		from=$(echo "$bounds" | awk -v i="$p" '{ print $i }')
+		to=$(echo "$bounds" | awk -v i="$p" '{ print $(i + 1) }')
+		r=$(awk -v a="$from" -v b="$to" '$1 >= a && $1 < b { print $2 }' "$LAB_TMP/$name.lat" | quantile 0.95)
 		printf '%s %s %s %s\n' "$p" "$r" \
-			"$(awk -v a=$((from + skip)) -v b="$to" '$1 >= a && $1 < b { s += $2; n++ } END { printf "%d", n ? s / n : 0 }' "$LAB_TMP/$name.up.iv")" \
-			"$(awk -v a=$((from + skip)) -v b="$to" '$1 >= a && $1 < b { s += $2; n++ } END { printf "%d", n ? s / n : 0 }' "$LAB_TMP/$name.down.iv")"
+			"$(awk -v a="$from" -v b="$to" '$1 >= a && $1 < b { s += $2; n++ } END { printf "%d", n ? s / n : 0 }' "$LAB_TMP/$name.up.iv")" \
+			"$(awk -v a="$from" -v b="$to" '$1 >= a && $1 < b { s += $2; n++ } END { printf "%d", n ? s / n : 0 }' "$LAB_TMP/$name.down.iv")"
 	done >"$LAB_TMP/$name.phases"
 	while read -r p r u dn; do
 		info "$name, phase $p ($([ "$p" = 2 ] && echo "${SLOW_K}" || echo "${FAST_K}")kbit): p95 added $r ms, up $(mbit "$u"), down $(mbit "$dn")"
@@ -300,7 +329,7 @@ figures() {
 	# from the drop (when tc had changed the line): the first ping over 30 ms
 	# (none in the first 5 s: 0), then until 10 pings in a row are under 30 ms
 	# again
-	RUN_REACT=$(awk -v d="$(cat "$LAB_TMP/$name.drop")" -v p="$PHASE" '$1 < d || $1 >= p + d { next }
+	RUN_REACT=$(awk -v d="$(cat "$LAB_TMP/$name.drop")" -v e="$(echo "$bounds" | awk '{ print $3 }')" '$1 < d || $1 >= e { next }
 		!over { if ($2 >= 30) over = 1; else if ($1 >= d + 5) { print "0.00"; found = 1; exit }; next }
 		$2 < 30 { if (!run++) first = $1; if (run >= 10) { printf "%.2f\n", first - d; found = 1; exit }; next }
 		{ run = 0 }
@@ -316,7 +345,7 @@ figures() {
 adapt_goals() {
 	local p95 react up down
 	read -r p95 react up down _ <"$LAB_TMP/adapt.run"
-	awk -v p="$p95" -v r="$react" -v g="$(pct $((up + down)) "$CAP_RUN")" \
+	awk -v p="$p95" -v r="$react" -v g="$(pct $((up + down)) "$(cap_run adapt)")" \
 		'BEGIN { exit !(p != "nan" && p + 0 <= 30 && r != "never" && r + 0 <= 2 && g + 0 >= 80) }'
 }
 
@@ -396,14 +425,14 @@ done
 # ---- the comparison ----------------------------------------------------------
 
 step "the comparison"
-info "the line's goodput, time-averaged over a run, both ways: $(mbit "$CAP_RUN")"
+info "the line's goodput, time-averaged over adapt's run (its phases as measured), both ways: $(mbit "$(cap_run adapt)")"
 printf '   %-9s %9s %9s %9s %9s %11s %11s %8s\n' run "p95 fast" "p95 slow" "p95 all" "react s" "up" "down" "of line"
 for r in $RUNS; do
-	read -r P95 REACT UP DOWN NPH <"$LAB_TMP/$r.run"
+	read -r P95 REACT UP DOWN _ <"$LAB_TMP/$r.run"
 	SLOWP=$(awk '$1 == 2 { print $2 }' "$LAB_TMP/$r.phases")
 	FASTP=$(awk '$1 != 2 { print $2 }' "$LAB_TMP/$r.phases" | sort -g | tail -1)
 	printf '   %-9s %9s %9s %9s %9s %11s %11s %7d%%\n' "$r" "$FASTP" "$SLOWP" "$P95" "$REACT" "$(mbit "$UP")" "$(mbit "$DOWN")" \
-		"$(pct $((UP + DOWN)) "$(cap_run "$NPH")")"
+		"$(pct $((UP + DOWN)) "$(cap_run "$r")")"
 done
 info "cli's daemon: idle $IDLE_CPU CPU s/hour; under load $(cpu_per_hour "$LAB_TMP/adapt.cpu0" "$LAB_TMP/adapt.cpu1") CPU s/hour"
 
@@ -414,7 +443,7 @@ if [ "$REACT" != never ] && awk -v r="$REACT" 'BEGIN { exit !(r <= 2) }'; then
 else
 	fail "adapt: under 30 ms $REACT s after the drop (must be <= 2 s)"
 fi
-expect_ge "adapt: goodput, % of the line's (time-averaged)" 80 "$(pct $((UP + DOWN)) "$CAP_RUN")"
+expect_ge "adapt: goodput, % of the line's (time-averaged)" 80 "$(pct $((UP + DOWN)) "$(cap_run adapt)")"
 FAST_SLOW=$(awk '$1 == 2 { print $2 }' "$LAB_TMP/fast.phases")
 expect_ge "fast (fixed): the slow phase bloats (p95 ms; the line can fail the test)" 100 "${FAST_SLOW%.*}"
 read -r _ CEIL <"$LAB_TMP/adapt.slowclass" || true
