@@ -50,6 +50,7 @@ struct line_case {
 	double p95_max_ms; /* over the loaded time */
 	double share_min; /* delivered / capacity over the loaded time */
 	double react_max_s; /* after a drop, the queue under 30 ms within this */
+	double rise_max_s; /* after a rise, the rate at 85% of the line within this */
 	double steady_from; /* > 0: from this time on, no oscillation */
 	/* the load counted after the line (a download at the client), not at the shaper */
 	bool delivered;
@@ -72,6 +73,8 @@ struct sim {
 	double steady_lo, steady_hi, steady_cap;
 	/* drops: the latest time the queue was over 30 ms after each one */
 	double drop_at, react_worst;
+	/* rises: the longest time from one until the rate is 85% of the line's */
+	double rise_at, rise_worst;
 	double peak_ms;
 };
 
@@ -146,6 +149,7 @@ static void run(const struct line_case *lc, struct sim *s)
 	s->steady_lo = INFINITY;
 	s->delays = g_array_new(FALSE, FALSE, sizeof(double));
 	s->drop_at = -1;
+	s->rise_at = -1;
 	adapt_params_default(&p, (uint64_t)MBIT(lc->min), (uint64_t)MBIT(lc->base),
 			     (uint64_t)MBIT(lc->max));
 	p.delivered = lc->delivered;
@@ -161,6 +165,14 @@ static void run(const struct line_case *lc, struct sim *s)
 		 * starts a reaction clock */
 		if ((prev_cap > 0 && cap < prev_cap * 0.9) || (loaded && !was_loaded))
 			s->drop_at = t;
+		/* a rise (a step up of a tenth or more) starts the climb's clock */
+		if (prev_cap > 0 && cap > prev_cap * 1.1 && loaded)
+			s->rise_at = t;
+		if (s->rise_at >= 0) {
+			s->rise_worst = fmax(s->rise_worst, t - s->rise_at);
+			if ((double)s->ctl.rate >= 0.85 * cap)
+				s->rise_at = -1;
+		}
 		prev_cap = cap;
 		was_loaded = loaded;
 
@@ -247,9 +259,9 @@ static void test_line(gconstpointer data)
 	p95 = p95_ms(&s);
 	g_test_message("%s: p95 queue %.1f ms (peak %.0f), %.0f%% of the capacity, %u changes "
 		       "(%u cuts), least gap %.2f s, worst drop back under 30 ms after %.2f s, "
-		       "final rate %.2f Mbit/s",
+		       "rise found (85%%) after %.2f s, final rate %.2f Mbit/s",
 		       lc->name, p95, s.peak_ms, 100 * share, s.changes, s.cuts, s.min_gap,
-		       s.react_worst, (double)s.ctl.rate * 8 / 1e6);
+		       s.react_worst, s.rise_worst, (double)s.ctl.rate * 8 / 1e6);
 
 	g_assert_false(s.out_of_range);
 	/* no two changes within the hold-off (the settle after a cut is the cut's own) */
@@ -260,6 +272,8 @@ static void test_line(gconstpointer data)
 		g_assert_cmpfloat(share, >=, lc->share_min);
 	if (lc->react_max_s > 0)
 		g_assert_cmpfloat(s.react_worst, <=, lc->react_max_s);
+	if (lc->rise_max_s > 0)
+		g_assert_cmpfloat(s.rise_worst, <=, lc->rise_max_s);
 	if (lc->steady_from > 0) {
 		g_test_message("%s: steady: %u cuts, rate %.2f..%.2f Mbit/s on a %.2f Mbit/s line",
 			       lc->name, s.steady_cuts, s.steady_lo * 8 / 1e6,
@@ -281,20 +295,20 @@ static const struct line_case cases[] = {
 		.name = "step 30-8-30",
 		.phases = { { 20, 30, 30, true }, { 20, 8, 8, true }, { 20, 30, 30, true } },
 		.base = 28, .min = 2, .max = 40, .noise_ms = 2,
-		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2,
+		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2, .rise_max_s = 8,
 	},
 	{
 		.name = "step 30-8-30, base 8",
 		.phases = { { 20, 30, 30, true }, { 20, 8, 8, true }, { 20, 30, 30, true } },
 		.base = 8, .min = 2, .max = 40, .noise_ms = 2,
-		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2,
+		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2, .rise_max_s = 8,
 	},
 	{
 		/* the download, counted as the client receives it */
 		.name = "step 30-8-30, delivered",
 		.phases = { { 20, 30, 30, true }, { 20, 8, 8, true }, { 20, 30, 30, true } },
 		.base = 28, .min = 2, .max = 40, .noise_ms = 2, .delivered = true,
-		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2,
+		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2, .rise_max_s = 8,
 	},
 	{
 		.name = "ramp 30-8-30",
@@ -323,7 +337,7 @@ static const struct line_case cases[] = {
 		.name = "step 30-8-30, busy host",
 		.phases = { { 20, 30, 30, true }, { 20, 8, 8, true }, { 20, 30, 30, true } },
 		.base = 28, .min = 2, .max = 40, .noise_ms = 2, .late_ms = 25,
-		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2,
+		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2, .rise_max_s = 8,
 	},
 	/*
 	 * Past what a delay-based controller can do in 2 s: three probes (150 ms)
@@ -335,7 +349,7 @@ static const struct line_case cases[] = {
 		.name = "deep drop 50-3-50",
 		.phases = { { 20, 50, 50, true }, { 20, 3, 3, true }, { 20, 50, 50, true } },
 		.base = 45, .min = 1, .max = 60, .noise_ms = 1,
-		.share_min = 0.60, .react_max_s = 3.5,
+		.share_min = 0.60, .react_max_s = 3.5, .rise_max_s = 8,
 	},
 	{
 		/* the load starts at a base almost 4 times the line (a deep drop) */

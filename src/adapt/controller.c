@@ -160,15 +160,14 @@ static enum adapt_why raise(struct adapt_ctl *c, uint64_t now)
 {
 	double step = c->p.raise_frac, r;
 
-	/* after a queue: stay a while, then feel toward its rate and past it slowly */
 	if (c->ceiling) {
+		/* after a queue: stay a while, then feel past its rate slowly */
 		if (now - c->ceiling_us < c->p.probe_after_us)
 			return ADAPT_NONE;
 		step = fmax(step / 2, c->p.change_frac);
-		c->raises = 0;
 	} else {
 		/* raise after raise with no queue: the line is well above, go faster */
-		step *= fmin(1 + c->raises / 2.0, 2);
+		step *= fmin(pow(1.5, c->raises), 3);
 		c->raises++;
 	}
 	r = (double)c->rate * (1 + step);

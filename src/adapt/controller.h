@@ -38,9 +38,9 @@
  * - Loaded with the delay at the baseline (the last sample under half the
  *   threshold, and the least of the last three under half of target, which
  *   late answers seldom spoil all three of): raise by raise_frac, at most
- *   once a hold-off, by half a raise_frac more with each raise in a row (up
- *   to twice raise_frac), so a line back from a deep drop is found in
- *   seconds. After a queue, not for probe_after_us, then by half of
+ *   once a hold-off, each raise in a row half as big again as the one
+ *   before (up to three times raise_frac), so a line back from a deep drop
+ *   is found in seconds. After a queue, not for probe_after_us, then by half of
  *   raise_frac (at least change_frac): a steady line is felt past every
  *   probe_after_us, not at every hold-off. Past the ceiling by the margin
  *   with no queue, it is forgotten.
