@@ -45,6 +45,12 @@ struct line_case {
 	 * starved of CPU: the lab's, beside a CPU hog, measured 0..25 ms)
 	 */
 	double late_ms;
+	/*
+	 * A stall of the host's CPU at this time (0: none): the probes of the
+	 * next 150 ms are answered when it ends, up to 150 ms late, while the
+	 * line has no queue (the lab's trace showed one: 91 ms, cut in half)
+	 */
+	double stall_at;
 	double stop_probes_at; /* the far end stops answering at this time (0: never) */
 	/* what is asserted */
 	double p95_max_ms; /* over the loaded time */
@@ -165,9 +171,15 @@ static void run(const struct line_case *lc, struct sim *s)
 		 * starts a reaction clock */
 		if ((prev_cap > 0 && cap < prev_cap * 0.9) || (loaded && !was_loaded))
 			s->drop_at = t;
-		/* a rise (a step up of a tenth or more) starts the climb's clock */
+		/*
+		 * A rise (a step up of a tenth or more) starts the climb's
+		 * clock; so does a stall, once its cut is made (the clock then
+		 * from the stall's start)
+		 */
 		if (prev_cap > 0 && cap > prev_cap * 1.1 && loaded)
 			s->rise_at = t;
+		if (lc->stall_at > 0 && t <= lc->stall_at + 0.3 && t + DT > lc->stall_at + 0.3)
+			s->rise_at = lc->stall_at;
 		if (s->rise_at >= 0) {
 			s->rise_worst = fmax(s->rise_worst, t - s->rise_at);
 			if ((double)s->ctl.rate >= 0.85 * cap)
@@ -207,6 +219,8 @@ static void run(const struct line_case *lc, struct sim *s)
 					owd += 0.020;
 				if (lc->late_ms > 0)
 					owd += uniform(s) * lc->late_ms / 1000;
+				if (lc->stall_at > 0 && t >= lc->stall_at && t < lc->stall_at + 0.150)
+					owd += lc->stall_at + 0.150 - t;
 				smp = (struct adapt_sample){
 					.now_us = (uint64_t)llround(t * 1e6) + 1,
 					.delay_us = (int64_t)llround((OFFSET + owd) * 1e6),
@@ -332,6 +346,13 @@ static const struct line_case cases[] = {
 		.phases = { { 60, 20, 20, true } },
 		.base = 30, .min = 2, .max = 40, .noise_ms = 2, .late_ms = 25,
 		.p95_max_ms = 20, .share_min = 0.85, .steady_from = 15,
+	},
+	{
+		/* a CPU stall, no queue: the cut it causes is undone within seconds */
+		.name = "steady 20, a stall",
+		.phases = { { 60, 20, 20, true } },
+		.base = 30, .min = 2, .max = 40, .noise_ms = 2, .stall_at = 30,
+		.p95_max_ms = 20, .share_min = 0.85, .rise_max_s = 5,
 	},
 	{
 		.name = "step 30-8-30, busy host",

@@ -83,6 +83,25 @@ static uint64_t holdoff(const struct adapt_ctl *c)
 	return (uint64_t)c->rtt_min_us * 2 > h ? (uint64_t)c->rtt_min_us * 2 : h;
 }
 
+/*
+ * The last cut's queue was a stall's, not the line's: it was big, and gone
+ * in under a quarter of the time it takes to drain (a stalled host answers
+ * a burst of probes late and then none; a queue of the line drains at what
+ * the cut left over). The cut is undone: the rate, the ceiling and its
+ * time as they were.
+ */
+static bool stalled(struct adapt_ctl *c)
+{
+	if (!c->cut_big || !c->cut_gone_us ||
+	    c->cut_gone_us - c->cut_us >= (c->cut_drained_us - c->cut_us) / 4)
+		return false;
+	c->settle_rate = c->cut_from;
+	c->ceiling = c->cut_ceiling;
+	c->ceiling_us = c->cut_ceiling_us;
+	c->cut_big = false;
+	return true;
+}
+
 static enum adapt_why settle_if_due(struct adapt_ctl *c, uint64_t now)
 {
 	if (!c->settle_us || now < c->settle_us)
@@ -142,6 +161,16 @@ static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
 		t = holdoff(c) / US;
 	if (t > 8 * drain)
 		t = 8 * drain;
+	/* what a cut for a stall, not a queue, puts back (stalled()) */
+	c->cut_from = c->rate;
+	c->cut_ceiling = c->ceiling;
+	c->cut_ceiling_us = c->ceiling_us;
+	c->cut_us = now;
+	c->cut_drained_us = now + (uint64_t)(excess / (1 - f) * US);
+	c->cut_gone_us = 0;
+	c->cut_big = false;
+	for (unsigned int i = 0; i < c->nhist && i < 3; i++)
+		c->cut_big |= c->hist_us[i] > 3 * (int64_t)adapt_threshold_us(c);
 	/* the rate the queue came at: the line is under it, and near it */
 	c->ceiling = c->rate;
 	c->ceiling_us = now;
@@ -333,8 +362,12 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 	if (queue && !idle && can && (!c->settle_us || c->slope > 0))
 		return cut(c, now);
 	/* the queue a cut found is gone: settle now, not at the latest time */
-	if (c->settle_us && can && low)
+	if (c->settle_us && low && !c->cut_gone_us)
+		c->cut_gone_us = now;
+	if (c->settle_us && can && low) {
 		c->settle_us = now;
+		stalled(c);
+	}
 	why = settle_if_due(c, now);
 	if (why != ADAPT_NONE || c->settle_us || !can)
 		return why;

@@ -116,6 +116,10 @@ struct adapt_ctl {
 	uint64_t settle_rate;
 	uint64_t ceiling; /* the rate the last queue came at; 0: none known */
 	uint64_t ceiling_us; /* when it was found */
+	/* the last cut: the rate, ceiling and its time before it, when it was
+	 * made, when its queue should be gone, when a sample first showed it gone */
+	uint64_t cut_from, cut_ceiling, cut_ceiling_us, cut_us, cut_drained_us, cut_gone_us;
+	bool cut_big; /* one of the last three samples before it was over three thresholds */
 	unsigned int raises; /* in a row, since the last cut */
 	uint32_t rtt_min_us;
 	double jitter_us; /* the delay's mean change from a sample to the next */
