@@ -51,6 +51,11 @@ struct line_case {
 	 * line has no queue (the lab's trace showed one: 91 ms, cut in half)
 	 */
 	double stall_at;
+	/*
+	 * One sample in this many (0: none) counts half of its interval's
+	 * bytes, the rest in the next (a counter read late, the lab's download)
+	 */
+	unsigned int lumpy_every;
 	double stop_probes_at; /* the far end stops answering at this time (0: never) */
 	/* what is asserted */
 	double p95_max_ms; /* over the loaded time */
@@ -69,6 +74,7 @@ struct sim {
 	double q; /* bytes in the line's buffer */
 	double buf; /* its size */
 	double sent; /* bytes the shaper sent since the last probe */
+	double held; /* bytes a lumpy count left for the next sample */
 	double delivered, capacity; /* over the loaded time */
 	GArray *delays; /* the queue's delay each ms of loaded time, s */
 	double last_change, min_gap; /* between two changes */
@@ -225,8 +231,13 @@ static void run(const struct line_case *lc, struct sim *s)
 					.now_us = (uint64_t)llround(t * 1e6) + 1,
 					.delay_us = (int64_t)llround((OFFSET + owd) * 1e6),
 					.rtt_us = (uint32_t)llround((0.020 + d) * 1e6),
-					.sent = (uint64_t)s->sent,
+					.sent = (uint64_t)(s->sent + s->held),
 				};
+				s->held = 0;
+				if (lc->lumpy_every && uniform(s) * lc->lumpy_every < 1) {
+					s->held = smp.sent / 2.0;
+					smp.sent -= (uint64_t)s->held;
+				}
 				s->sent = 0;
 				why = adapt_sample(&s->ctl, &smp);
 				note_change(s, why, t);
@@ -322,6 +333,13 @@ static const struct line_case cases[] = {
 		.name = "step 30-8-30, delivered",
 		.phases = { { 20, 30, 30, true }, { 20, 8, 8, true }, { 20, 30, 30, true } },
 		.base = 28, .min = 2, .max = 40, .noise_ms = 2, .delivered = true,
+		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2, .rise_max_s = 8,
+	},
+	{
+		/* and one count in four late by half */
+		.name = "step 30-8-30, delivered, lumpy",
+		.phases = { { 20, 30, 30, true }, { 20, 8, 8, true }, { 20, 30, 30, true } },
+		.base = 28, .min = 2, .max = 40, .noise_ms = 2, .delivered = true, .lumpy_every = 4,
 		.p95_max_ms = 30, .share_min = 0.80, .react_max_s = 2, .rise_max_s = 8,
 	},
 	{

@@ -137,12 +137,37 @@ static int64_t queue_us(const struct adapt_ctl *c)
 	return q > least ? q : least;
 }
 
+/* One of the last three samples over three thresholds: a queue that grew fast. */
+static bool big_queue(const struct adapt_ctl *c)
+{
+	for (unsigned int i = 0; i < c->nhist && i < 3; i++)
+		if (c->hist_us[i] > 3 * (int64_t)adapt_threshold_us(c))
+			return true;
+	return false;
+}
+
+/*
+ * What the line delivered, counted after it. After a queue that grew fast
+ * (a drop), the last interval's load: the line as it is now. After a small
+ * one (a look past the line's rate), the median of the last three: one
+ * interval can read half the line, a stalled host counting its bytes in
+ * the next one.
+ */
+static double delivered(const struct adapt_ctl *c)
+{
+	const double *l = c->loads;
+
+	if (c->nloads < 3 || big_queue(c))
+		return c->load;
+	return fmax(fmin(l[0], l[1]), fmin(fmax(l[0], l[1]), l[2]));
+}
+
 /* A queue under load: cut to what drains it, settle under the line later. */
 static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
 {
 	double slope = c->slope > 0 ? c->slope : 0;
 	/* what the line delivered is the line; what went into it, less what queued */
-	double line = c->p.delivered ? c->load : c->load / (1 + slope);
+	double line = c->p.delivered ? delivered(c) : c->load / (1 + slope);
 	double excess = (double)queue_us(c) / US;
 	double drain = c->p.drain_us / US;
 	double f = 1 - excess / drain, t;
@@ -168,9 +193,7 @@ static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
 	c->cut_us = now;
 	c->cut_drained_us = now + (uint64_t)(excess / (1 - f) * US);
 	c->cut_gone_us = 0;
-	c->cut_big = false;
-	for (unsigned int i = 0; i < c->nhist && i < 3; i++)
-		c->cut_big |= c->hist_us[i] > 3 * (int64_t)adapt_threshold_us(c);
+	c->cut_big = big_queue(c);
 	/* the rate the queue came at: the line is under it, and near it */
 	c->ceiling = c->rate;
 	c->ceiling_us = now;
@@ -227,6 +250,7 @@ static enum adapt_why decay(struct adapt_ctl *c, uint64_t now)
 static void forget(struct adapt_ctl *c)
 {
 	c->nhist = 0;
+	c->nloads = 0;
 	c->slope = 0;
 	c->have_prev = false;
 }
@@ -350,6 +374,10 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 	dt = (double)(now - c->last_us) / US;
 	c->last_us = now;
 	c->load = (double)s->sent / dt;
+	memmove(c->loads + 1, c->loads, sizeof(c->loads) - sizeof(c->loads[0]));
+	c->loads[0] = c->load;
+	if (c->nloads < 3)
+		c->nloads++;
 	idle = c->load < c->p.idle_frac * (double)c->rate;
 	loaded = c->load >= c->p.load_frac * (double)c->rate;
 	track(c, s, dt, idle);

@@ -34,7 +34,14 @@
  *   sample shows the queue gone (at the latest twice the time that should
  *   take) settles at C less the margin. The rate the queue came at becomes
  *   the ceiling the next raises slow down under. (When the load is counted
- *   after the line, what it delivered is C itself: params.delivered.)
+ *   after the line, what it delivered is C itself: params.delivered; after
+ *   a small queue, the median of the last three intervals', as one can
+ *   read half the line.)
+ * - A stall, not a queue: when a sample over three thresholds led to the
+ *   cut and its queue was gone in under a quarter of the time it should
+ *   take to drain (a host that stalled answers a burst of probes late, then
+ *   none), the settle puts back the rate and the ceiling from before the
+ *   cut.
  * - Loaded with the delay at the baseline (the last sample under half the
  *   threshold, and the least of the last three under half of target, which
  *   late answers seldom spoil all three of): raise by raise_frac, at most
@@ -127,6 +134,8 @@ struct adapt_ctl {
 	int64_t prev_delay_us;
 	bool have_prev;
 	double load; /* bytes/s sent in the last interval */
+	double loads[3]; /* ... and in the last three, newest first */
+	unsigned int nloads;
 	double slope; /* the delay's change (s a s): the last two samples against the two before */
 	enum adapt_why why; /* of the last change */
 	bool lost; /* in fallback after lost_us without a sample */
