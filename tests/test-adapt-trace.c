@@ -187,7 +187,7 @@ static void test_bad(void)
 						      "to 4294967295" },
 		{ "1 egress 1 2 3 x none\n", "load: 'x'" },
 		{ "1 egress 1 2 3 4 fast\n",
-		  "why: 'fast' is none of none queue settle raise idle lost" },
+		  "why: 'fast' is none of none queue settle raise idle lost stall" },
 		{ "# x\n\n2 egress 1 2 3 4 none\n1 egress 1 2 3 4 none\n",
 		  "line 4: t 1.000 is before the line above's 2.000" },
 		{ "# wgshape adapt trace 2: t dir rate\n", "line 1: a trace of version 2; this "

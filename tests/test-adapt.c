@@ -78,7 +78,7 @@ struct sim {
 	double delivered, capacity; /* over the loaded time */
 	GArray *delays; /* the queue's delay each ms of loaded time, s */
 	double last_change, min_gap; /* between two changes */
-	unsigned int changes, cuts, lost;
+	unsigned int changes, cuts, lost, stalls;
 	bool out_of_range;
 	/* the steady part */
 	unsigned int steady_cuts;
@@ -136,6 +136,8 @@ static void note_change(struct sim *s, enum adapt_why why, double t)
 	}
 	if (why == ADAPT_LOST)
 		s->lost++;
+	if (why == ADAPT_STALL)
+		s->stalls++;
 }
 
 static int cmp_double(gconstpointer a, gconstpointer b)
@@ -283,9 +285,9 @@ static void test_line(gconstpointer data)
 	share = s.capacity > 0 ? s.delivered / s.capacity : 1;
 	p95 = p95_ms(&s);
 	g_test_message("%s: p95 queue %.1f ms (peak %.0f), %.0f%% of the capacity, %u changes "
-		       "(%u cuts), least gap %.2f s, worst drop back under 30 ms after %.2f s, "
+		       "(%u cuts, %u undone), least gap %.2f s, worst drop back under 30 ms after %.2f s, "
 		       "rise found (85%%) after %.2f s, final rate %.2f Mbit/s",
-		       lc->name, p95, s.peak_ms, 100 * share, s.changes, s.cuts, s.min_gap,
+		       lc->name, p95, s.peak_ms, 100 * share, s.changes, s.cuts, s.stalls, s.min_gap,
 		       s.react_worst, s.rise_worst, (double)s.ctl.rate * 8 / 1e6);
 
 	g_assert_false(s.out_of_range);
@@ -308,6 +310,9 @@ static void test_line(gconstpointer data)
 		g_assert_cmpfloat(s.steady_lo, >=, 0.80 * s.steady_cap);
 		g_assert_cmpfloat(s.steady_hi, <=, 1.08 * s.steady_cap);
 	}
+	/* the stall's cut was undone */
+	if (lc->stall_at > 0)
+		g_assert_cmpuint(s.stalls, >=, 1);
 	if (lc->stop_probes_at > 0) {
 		g_assert_cmpuint(s.lost, ==, 1);
 		g_assert_cmpuint(s.ctl.rate, ==, s.ctl.p.base);

@@ -36,6 +36,7 @@ static const char *const why_names[] = {
 	[ADAPT_RAISE] = "raise",
 	[ADAPT_IDLE] = "idle",
 	[ADAPT_LOST] = "lost",
+	[ADAPT_STALL] = "stall",
 };
 
 const char *adapt_why_name(enum adapt_why why)
@@ -102,12 +103,13 @@ static bool stalled(struct adapt_ctl *c)
 	return true;
 }
 
-static enum adapt_why settle_if_due(struct adapt_ctl *c, uint64_t now)
+/* The settle a cut set, when due: ADAPT_STALL when it undoes the cut. */
+static enum adapt_why settle_if_due(struct adapt_ctl *c, uint64_t now, bool stall)
 {
 	if (!c->settle_us || now < c->settle_us)
 		return ADAPT_NONE;
 	c->settle_us = 0;
-	return change(c, (double)c->settle_rate, ADAPT_SETTLE, now, true);
+	return change(c, (double)c->settle_rate, stall ? ADAPT_STALL : ADAPT_SETTLE, now, true);
 }
 
 /*
@@ -359,7 +361,7 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 {
 	uint64_t now = s->now_us;
 	double dt;
-	bool idle, loaded, queue, can, low;
+	bool idle, loaded, queue, can, low, stall = false;
 	enum adapt_why why;
 
 	if (!c->last_us || now <= c->last_us || c->lost) {
@@ -394,9 +396,9 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 		c->cut_gone_us = now;
 	if (c->settle_us && can && low) {
 		c->settle_us = now;
-		stalled(c);
+		stall = stalled(c);
 	}
-	why = settle_if_due(c, now);
+	why = settle_if_due(c, now, stall);
 	if (why != ADAPT_NONE || c->settle_us || !can)
 		return why;
 	/* no queue: not in the last sample, nor under the jitter of the last three */
@@ -421,5 +423,5 @@ enum adapt_why adapt_tick(struct adapt_ctl *c, uint64_t now_us)
 	}
 	if (c->lost)
 		return ADAPT_NONE;
-	return settle_if_due(c, now_us);
+	return settle_if_due(c, now_us, false);
 }

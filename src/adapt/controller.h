@@ -41,7 +41,7 @@
  *   cut and its queue was gone in under a quarter of the time it should
  *   take to drain (a host that stalled answers a burst of probes late, then
  *   none), the settle puts back the rate and the ceiling from before the
- *   cut.
+ *   cut (ADAPT_STALL).
  * - Loaded with the delay at the baseline (the last sample under half the
  *   threshold, and the least of the last three under half of target, which
  *   late answers seldom spoil all three of): raise by raise_frac, at most
@@ -97,6 +97,7 @@ enum adapt_why {
 	ADAPT_RAISE, /* loaded at the baseline: raise */
 	ADAPT_IDLE, /* idle: toward the base rate */
 	ADAPT_LOST, /* the far end stopped answering: the base rate */
+	ADAPT_STALL, /* the last cut's queue was the host stalling: the cut undone */
 };
 const char *adapt_why_name(enum adapt_why why);
 
