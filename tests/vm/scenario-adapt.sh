@@ -29,10 +29,11 @@
 #              answers the probes); fast then slow only
 #
 # `scenario-adapt.sh` runs adapt, fast (its first two phases) and ingress;
-# `scenario-adapt.sh all` (the benchmark adapt-compare) all five. First, the line's capacity (a buffer of 100 packets): both ways
-# at once, unshaped, 6 s at each speed (its goodput, which the runs'
-# goodput is a share of, time-averaged over the timeline). Figures per run and phase: p95
-# added latency (RTT less the idle median), goodput per direction; per run:
+# `scenario-adapt.sh all` (the benchmark adapt-compare) all five. First,
+# the line's capacity (a buffer of 100 packets): both ways at once,
+# unshaped, 6 s at each speed (its goodput, which the runs' goodput is a
+# share of, time-averaged over each run's phases). Figures per run and
+# phase: p95 added latency (RTT less the idle median), goodput per direction; per run:
 # p95 over the whole run (the first 2 s of TCP's start left out), the time
 # from the drop until the added latency stays under 30 ms for a second, the
 # share of the line's goodput. cli's daemon's CPU time (from
