@@ -47,9 +47,9 @@
  *   late answers seldom spoil all three of): raise by raise_frac, at most
  *   once a hold-off, each raise in a row half as big again as the one
  *   before (up to three times raise_frac), so a line back from a deep drop
- *   is found in seconds. After a queue, not for probe_after_us, then by half of
- *   raise_frac (at least change_frac): a steady line is felt past every
- *   probe_after_us, not at every hold-off. Past the ceiling by the margin
+ *   is found in seconds. After a queue, not for probe_after_us, then by
+ *   half of raise_frac (at least change_frac): a steady line is felt past
+ *   every probe_after_us, not at every hold-off. Past the ceiling by the margin
  *   with no queue, it is forgotten.
  * - Idle: drift back to the base rate (time constant idle_decay_us), so a
  *   rate set by one moment's line does not stay for the next load.
