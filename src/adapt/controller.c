@@ -94,7 +94,7 @@ static uint64_t holdoff(const struct adapt_ctl *c)
 static bool stalled(struct adapt_ctl *c)
 {
 	if (!c->cut_big || !c->cut_gone_us ||
-	    c->cut_gone_us - c->cut_us >= (c->cut_drained_us - c->cut_us) / 4)
+	    c->cut_gone_us - c->cut_us >= c->cut_drain_us / 4)
 		return false;
 	c->settle_rate = c->cut_from;
 	c->ceiling = c->cut_ceiling;
@@ -157,9 +157,9 @@ static bool big_queue(const struct adapt_ctl *c)
  */
 static double delivered(const struct adapt_ctl *c)
 {
-	const double *l = c->loads;
+	const double *l = c->hist_load;
 
-	if (c->nloads < 3 || big_queue(c))
+	if (c->nhist < 3 || big_queue(c))
 		return c->load;
 	return fmax(fmin(l[0], l[1]), fmin(fmax(l[0], l[1]), l[2]));
 }
@@ -193,7 +193,7 @@ static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
 	c->cut_ceiling = c->ceiling;
 	c->cut_ceiling_us = c->ceiling_us;
 	c->cut_us = now;
-	c->cut_drained_us = now + (uint64_t)(excess / (1 - f) * US);
+	c->cut_drain_us = (uint64_t)(excess / (1 - f) * US);
 	c->cut_gone_us = 0;
 	c->cut_big = big_queue(c);
 	/* the rate the queue came at: the line is under it, and near it */
@@ -252,7 +252,6 @@ static enum adapt_why decay(struct adapt_ctl *c, uint64_t now)
 static void forget(struct adapt_ctl *c)
 {
 	c->nhist = 0;
-	c->nloads = 0;
 	c->slope = 0;
 	c->have_prev = false;
 }
@@ -292,8 +291,10 @@ static void remember(struct adapt_ctl *c, int64_t excess, uint64_t now)
 
 	memmove(c->hist_us + 1, c->hist_us, sizeof(c->hist_us) - sizeof(c->hist_us[0]));
 	memmove(c->hist_at + 1, c->hist_at, sizeof(c->hist_at) - sizeof(c->hist_at[0]));
+	memmove(c->hist_load + 1, c->hist_load, sizeof(c->hist_load) - sizeof(c->hist_load[0]));
 	c->hist_us[0] = excess;
 	c->hist_at[0] = now;
+	c->hist_load[0] = c->load;
 	if (c->nhist < ADAPT_HISTORY)
 		c->nhist++;
 	c->slope = 0;
@@ -376,10 +377,6 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 	dt = (double)(now - c->last_us) / US;
 	c->last_us = now;
 	c->load = (double)s->sent / dt;
-	memmove(c->loads + 1, c->loads, sizeof(c->loads) - sizeof(c->loads[0]));
-	c->loads[0] = c->load;
-	if (c->nloads < 3)
-		c->nloads++;
 	idle = c->load < c->p.idle_frac * (double)c->rate;
 	loaded = c->load >= c->p.load_frac * (double)c->rate;
 	track(c, s, dt, idle);

@@ -113,10 +113,11 @@ struct adapt_ctl {
 	struct adapt_params p;
 	uint64_t rate; /* bytes/s, what the shaper is at */
 	int64_t baseline_us;
-	/* the last ADAPT_HISTORY samples over the baseline and their times, newest at [0] */
+	/* the last ADAPT_HISTORY samples over the baseline, their times and loads, newest at [0] */
 #define ADAPT_HISTORY 4
 	int64_t hist_us[ADAPT_HISTORY];
 	uint64_t hist_at[ADAPT_HISTORY];
+	double hist_load[ADAPT_HISTORY];
 	unsigned int nhist;
 	uint64_t last_us; /* the previous sample; 0: none yet */
 	uint64_t changed_us; /* the last change */
@@ -125,8 +126,9 @@ struct adapt_ctl {
 	uint64_t ceiling; /* the rate the last queue came at; 0: none known */
 	uint64_t ceiling_us; /* when it was found */
 	/* the last cut: the rate, ceiling and its time before it, when it was
-	 * made, when its queue should be gone, when a sample first showed it gone */
-	uint64_t cut_from, cut_ceiling, cut_ceiling_us, cut_us, cut_drained_us, cut_gone_us;
+	 * made, how long its queue should take to drain, when a sample first
+	 * showed it gone */
+	uint64_t cut_from, cut_ceiling, cut_ceiling_us, cut_us, cut_drain_us, cut_gone_us;
 	bool cut_big; /* one of the last three samples before it was over three thresholds */
 	unsigned int raises; /* in a row, since the last cut */
 	uint32_t rtt_min_us;
@@ -135,8 +137,6 @@ struct adapt_ctl {
 	int64_t prev_delay_us;
 	bool have_prev;
 	double load; /* bytes/s sent in the last interval */
-	double loads[3]; /* ... and in the last three, newest first */
-	unsigned int nloads;
 	double slope; /* the delay's change (s a s): the last two samples against the two before */
 	enum adapt_why why; /* of the last change */
 	bool lost; /* in fallback after lost_us without a sample */
