@@ -27,16 +27,16 @@
 #   6 wgshape's own per-peer shaping (`wgshape set wg0 peer KEY download RATE`)
 #
 # The line rates scale with what the VM moves (lab_capacity, one CPU): the
-# fast line 1/6 of it, the slow one 1/12, together a quarter; at most 20 and
-# 10 Mbit/s, at least 6 and 3 Mbit/s; a VM that cannot carry 1.5 times the
-# two floors (13.5 Mbit/s) skips. Why: lab_capacity measures a cheaper path
-# (one client, no netem, no ping) than two clients downloading through their
-# lines; with the lines at a third and a sixth (half of it) the one CPU was
-# 85-96% busy, and every shaped row's p95 sat at 15-20 ms whatever the design
-# (the CPU's latency, not the queue's). At 2/9 and 1/9 (a third in all) it was
-# 65-75% busy when that was chosen, but 94-96% in wgshape's row in 2026-12 (a
-# VM that moved 63 Mbit/s), and a CI run failed there at p95 +19.6 ms
-# (tests/vm/README.md). The floors: a full packet
+# fast line 1/LINE_DIV (1/9) of it, the slow one half that, together a sixth;
+# at most 20 and 10 Mbit/s, at least 6 and 3 Mbit/s; a VM that cannot carry
+# 1.5 times the two floors (13.5 Mbit/s) skips. Why: lab_capacity measures a
+# cheaper path (one client, no netem, no ping) than two clients downloading
+# through their lines, and a busy CPU's latency is measured as the queue's.
+# With the lines at a third and a sixth of it the one CPU was 85-96% busy and
+# every shaped row's p95 sat at 15-20 ms whatever the design. At a quarter in
+# all (1/6 and 1/12) wgshape's row kept it 88-98% busy, and a CI run failed at
+# p95 +26 ms (tests/vm/README.md); at a sixth it was 68% busy, p95 5-6 ms.
+# The floors: a full packet
 # (1508 bytes on the veth) takes 4 ms at 3 Mbit/s; a ping behind one packet
 # on the line and one in its class waits 8 ms, and a slower line would leave
 # the 15 ms budget to chance.
@@ -71,7 +71,7 @@ ASSERT_ROW=6 # wgshape's own; 4 checks the lab itself with plain tc (HTB + cake)
 GOODPUT_MIN_PCT=90 ADDED_P95_MAX=15
 LOAD_SECS=${WGSHAPE_PEERS_SECS:-12}
 LINE_DELAY=10ms
-FAST_MAX_KBIT=20000 SLOW_FLOOR_KBIT=3000
+FAST_MAX_KBIT=20000 SLOW_FLOOR_KBIT=3000 LINE_DIV=9
 SHAPE_PCT=95
 
 need_root
@@ -151,7 +151,7 @@ topology() {
 # peer_lines CAP: "FAST_KBIT SLOW_KBIT" for a VM that moves CAP bit/s; status
 # 1 when it cannot carry 1.5 times the two floors together.
 peer_lines() {
-	local fast=$(($1 / 6000 / 100 * 100)) slow
+	local fast=$(($1 / LINE_DIV / 1000 / 100 * 100)) slow
 	[ "$1" -ge $((SLOW_FLOOR_KBIT * 3 * 1500)) ] || return 1
 	[ "$fast" -le "$FAST_MAX_KBIT" ] || fast=$FAST_MAX_KBIT
 	slow=$((fast / 2 / 100 * 100))
@@ -171,7 +171,7 @@ lines() {
 		cap=0
 		info "lines from WGSHAPE_PEERS_LINES: ${fast}kbit and ${slow}kbit, the VM not measured"
 	else
-		cap=$(lab_capacity 2 $((FAST_MAX_KBIT * 1000 * 6)))
+		cap=$(lab_capacity 2 $((FAST_MAX_KBIT * 1000 * LINE_DIV)))
 		line=$(peer_lines "$cap") ||
 			skip "the lab cannot run here: WireGuard moves only $(mbit "$cap") unshaped, under 1.5 x the two floors ($((3 * SLOW_FLOOR_KBIT))kbit)"
 		read -r fast slow <<<"$line"
@@ -187,7 +187,7 @@ lines() {
 	CAPACITY=$cap
 	SUM_KBIT=$((fast + slow))
 	[ "$cap" = 0 ] ||
-		info "the VM moves $(mbit "$cap") unshaped: lines at 1/6 and 1/12 of it (at most ${FAST_MAX_KBIT}kbit, at least ${SLOW_FLOOR_KBIT}kbit for the slow one)"
+		info "the VM moves $(mbit "$cap") unshaped: lines at 1/$LINE_DIV and 1/$((2 * LINE_DIV)) of it (at most ${FAST_MAX_KBIT}kbit, at least ${SLOW_FLOOR_KBIT}kbit for the slow one)"
 }
 
 # ---- shaping configurations (srv's wg0) --------------------------------------
