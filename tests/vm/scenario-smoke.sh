@@ -57,6 +57,11 @@ inns cli tc qdisc change dev wg0 root cake bandwidth "$((half * 8))bit"
 expect_cake cli wg0 bandwidth="$half"
 after=$(snapshot cli)
 if [ "$before" != "$after" ]; then pass "a rate change shows in the snapshot"; else fail "a rate change does not show in the snapshot"; fi
+# each device's filters in their own place (one tc -batch answers them all)
+wg0_ingress() { awk '$0 == "# wg0 ingress filters" { getline; print }' <<<"$1"; }
+expect_match "wg0's ingress filters in the snapshot" '"mirred"' "$(wg0_ingress "$after")"
+inns cli tc filter del dev wg0 ingress
+expect_eq "wg0's ingress filters in the snapshot, once deleted" '[]' "$(wg0_ingress "$(snapshot cli)")"
 
 step "netem bottleneck on the veth"
 lab_bottleneck 20mbit 10ms 2000
