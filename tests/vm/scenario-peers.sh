@@ -35,11 +35,10 @@
 # With the lines at a third and a sixth of it the one CPU was 85-96% busy and
 # every shaped row's p95 sat at 15-20 ms whatever the design. At a quarter in
 # all (1/6 and 1/12) wgshape's row kept it 88-98% busy, and a CI run failed at
-# p95 +26 ms (tests/vm/README.md); at a sixth it was 68% busy, p95 5-6 ms.
-# The floors: a full packet
-# (1508 bytes on the veth) takes 4 ms at 3 Mbit/s; a ping behind one packet
-# on the line and one in its class waits 8 ms, and a slower line would leave
-# the 15 ms budget to chance.
+# p95 +26 ms (tests/vm/README.md); at a sixth it was 66-80% busy, p95 +5-9
+# ms, in four runs. The floors: a full packet (1508 bytes on the veth) takes
+# 4 ms at 3 Mbit/s; a ping behind one packet on the line and one in its
+# class waits 8 ms, and a slower line would leave the 15 ms budget to chance.
 #
 # Each client is measured alone first, unshaped (its line's goodput). The
 # figures, per client: goodput, as % of that alone goodput, idle RTT, added
