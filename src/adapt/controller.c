@@ -5,6 +5,8 @@
 #include <string.h>
 
 #define US 1000000.0
+#define MOVED 0.25 /* the line estimate moved by this since the last queue: a changing line */
+#define ADAPT_FLOWING (3 * 1500) /* bytes an interval: some of ours flows */
 
 void adapt_params_default(struct adapt_params *p, uint64_t min, uint64_t base, uint64_t max)
 {
@@ -204,6 +206,10 @@ static enum adapt_why cut(struct adapt_ctl *c, uint64_t now)
 	 * Never up: a load counted after the line is noisy, and a queue at a
 	 * rate under the line estimate says the estimate is high.
 	 */
+	/* a line that moved since the last queue is a changing one: feel past sooner */
+	c->line_moved = c->last_line > 0 && fabs(line / c->last_line - 1) > MOVED;
+	c->prev_line = c->last_line;
+	c->last_line = line;
 	c->settle_rate = clamp_rate(c, fmin(line, (double)c->rate) * (1 - c->p.margin));
 	c->settle_us = now + (uint64_t)(t * US);
 	return change(c, fmin(line * f, (double)c->rate * (1 - c->p.margin)), ADAPT_QUEUE, now,
@@ -214,10 +220,23 @@ static enum adapt_why raise(struct adapt_ctl *c, uint64_t now)
 {
 	double step = c->p.raise_frac, r;
 
-	if (c->ceiling) {
-		/* after a queue: stay a while, then feel past its rate slowly */
-		if (now - c->ceiling_us < c->p.probe_after_us)
-			return ADAPT_NONE;
+	double back = fmin(fmax(c->last_line, c->prev_line), (double)c->ceiling) * (1 - c->p.margin);
+
+	if (c->ceiling && (double)c->rate < back * (1 - 2 * c->p.margin)) {
+		/*
+		 * far under where one of the last two queues found the line (a
+		 * deep cut in a dip of a line that changes): the line was there
+		 * a moment ago, climb back fast, but not past that in one step
+		 */
+		step *= fmin(pow(1.5, c->raises), 3);
+		c->raises++;
+		return change(c, fmin((double)c->rate * (1 + step), back), ADAPT_RAISE, now, false);
+	}
+	if (c->ceiling && now - c->ceiling_us <
+			      (c->line_moved ? c->p.probe_after_us / 4 : c->p.probe_after_us))
+		return ADAPT_NONE; /* after a queue: stay a while */
+	if (c->ceiling && !c->line_moved) {
+		/* then feel past its rate slowly: a steady line is near it */
 		step = fmax(step / 2, c->p.change_frac);
 	} else {
 		/* raise after raise with no queue: the line is well above, go faster */
@@ -331,6 +350,16 @@ static bool queued(const struct adapt_ctl *c)
 	return true;
 }
 
+/*
+ * While a cut drains its queue, the queue still grows (a deeper drop than
+ * the cut allowed for): the last two samples rise, and both left after the
+ * cut, as the ones sent before it show the growth it already answered.
+ */
+static bool grows_since_cut(const struct adapt_ctl *c)
+{
+	return c->nhist >= 2 && c->hist_at[1] > c->cut_us && c->hist_us[0] > c->hist_us[1];
+}
+
 /* A first delay, or one under the baseline, is the baseline now: true then. */
 static bool baseline_lower(struct adapt_ctl *c, int64_t delay_us)
 {
@@ -339,6 +368,21 @@ static bool baseline_lower(struct adapt_ctl *c, int64_t delay_us)
 	c->baseline_us = delay_us;
 	c->have_baseline = true;
 	return true;
+}
+
+/*
+ * When the sample's packet entered the queue it measured: it waited its
+ * added delay there and a one-way trip besides. A sample speaks of that
+ * time, not of its arrival: the queue's slope is over those times (over
+ * arrivals, a queue that grows stretches its own samples apart and reads
+ * flatter than it is), and a cut is felt only by packets sent after it.
+ */
+static uint64_t entered(const struct adapt_ctl *c, const struct adapt_sample *s)
+{
+	int64_t excess = s->delay_us - c->baseline_us;
+	uint64_t back = (excess > 0 ? (uint64_t)excess : 0) + c->rtt_min_us / 2;
+
+	return s->now_us > back ? s->now_us - back : 0;
 }
 
 static void track(struct adapt_ctl *c, const struct adapt_sample *s, double dt, bool idle)
@@ -352,10 +396,10 @@ static void track(struct adapt_ctl *c, const struct adapt_sample *s, double dt, 
 		else
 			c->baseline_us += (int64_t)rise;
 	}
-	remember(c, s->delay_us - c->baseline_us, s->now_us);
-	jitter(c, s->delay_us);
 	if (s->rtt_us && (!c->rtt_min_us || s->rtt_us < c->rtt_min_us))
 		c->rtt_min_us = s->rtt_us;
+	remember(c, s->delay_us - c->baseline_us, entered(c, s));
+	jitter(c, s->delay_us);
 }
 
 enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
@@ -386,7 +430,12 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 	low = adapt_added_us(c) < (int64_t)adapt_threshold_us(c) / 2; /* the queue gone */
 
 	/* a queue under load; while a cut drains one, only if it still grows */
-	if (queue && !idle && can && (!c->settle_us || c->slope > 0))
+	/*
+	 * A queue while ours flows: TCP sends no faster than the line
+	 * delivers, so behind a line far slower than the rate the load reads
+	 * "idle" against the rate; a few packets an interval are enough.
+	 */
+	if (queue && s->sent >= ADAPT_FLOWING && can && (!c->settle_us || grows_since_cut(c)))
 		return cut(c, now);
 	/* the queue a cut found is gone: settle now, not at the latest time */
 	if (c->settle_us && low && !c->cut_gone_us)

@@ -131,6 +131,8 @@ struct adapt_ctl {
 	uint64_t cut_from, cut_ceiling, cut_ceiling_us, cut_us, cut_drain_us, cut_gone_us;
 	bool cut_big; /* one of the last three samples before it was over three thresholds */
 	unsigned int raises; /* in a row, since the last cut */
+	double last_line, prev_line; /* the line the last two queues found, bytes/s */
+	bool line_moved; /* ... and it had moved from the one before */
 	uint32_t rtt_min_us;
 	double jitter_us; /* the delay's mean change from a sample to the next */
 	unsigned int njitter; /* changes it is the mean of, up to 64 */
