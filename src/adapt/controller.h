@@ -56,6 +56,12 @@
  * - No change within a hold-off of the last one (max(holdoff_us, 2 RTTs)),
  *   none outside [min, max], none smaller than change_frac.
  * - No sample for lost_us: back to the base rate, once.
+ * - A sample speaks of when its packet entered the queue (its arrival less
+ *   its added delay and half the least RTT): slopes are over those times,
+ *   and while a cut drains, only samples sent after it can cut again. A
+ *   queue counts while a few packets of ours flow (TCP behind a slow line
+ *   reads "idle" against the rate). Far under where one of the last two
+ *   queues found the line, raises grow at once, up to that line.
  */
 #ifndef WGSHAPE_ADAPT_CONTROLLER_H
 #define WGSHAPE_ADAPT_CONTROLLER_H
