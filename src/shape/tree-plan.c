@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Per-peer shaping, planned without a kernel: which classes and filters, and
- * which changes turn what the kernel has into that.
+ * The per-peer tree's planner, without a kernel: which classes and filters
+ * (tree_plan), and which changes turn what the kernel has into that
+ * (tree_diff). src/shape/tree-sync.c reads the kernel and carries them out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,7 +12,7 @@
 #include <sys/socket.h>
 
 #include "shape/cake.h"
-#include "shape/peers.h"
+#include "shape/tree-plan.h"
 
 /* cake's flow isolation values (linux/pkt_sched.h, CAKE_FLOW_DUAL_DST) */
 #define FLOW_MODE_DUAL_DST 6u
@@ -37,55 +38,6 @@ void tree_plan_clear(struct tree_plan *p)
 static size_t prefix_bytes(const struct tc_prefix *p)
 {
 	return p->family == AF_INET ? 4 : 16;
-}
-
-bool tc_prefix_contains(const struct tc_prefix *a, const struct tc_prefix *b)
-{
-	unsigned int full, rest;
-
-	if (a->family != b->family || a->prefixlen > b->prefixlen)
-		return false;
-	full = a->prefixlen / 8;
-	rest = a->prefixlen % 8;
-	if (memcmp(a->addr, b->addr, full) != 0)
-		return false;
-	if (!rest)
-		return true;
-	return ((a->addr[full] ^ b->addr[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
-}
-
-const char *tc_prefix_str(const struct tc_prefix *p, char *buf, size_t len)
-{
-	char addr[INET6_ADDRSTRLEN] = "?";
-
-	inet_ntop(p->family, p->addr, addr, sizeof(addr));
-	snprintf(buf, len, "%s/%u", addr, p->prefixlen);
-	return buf;
-}
-
-int wg_key_from_base64(const char *s, uint8_t key[WG_KEY_LEN])
-{
-	g_autofree guchar *raw = NULL;
-	gsize n = 0;
-
-	/* 32 bytes are 43 characters and one '=': GLib skips junk, so check first */
-	if (!s || strlen(s) != 44 || s[43] != '=')
-		return -EINVAL;
-	for (size_t i = 0; i < 43; i++)
-		if (!g_ascii_isalnum(s[i]) && s[i] != '+' && s[i] != '/')
-			return -EINVAL;
-	raw = g_base64_decode(s, &n);
-	if (!raw || n != WG_KEY_LEN)
-		return -EINVAL;
-	memcpy(key, raw, WG_KEY_LEN);
-	return 0;
-}
-
-void wg_key_to_base64(const uint8_t key[WG_KEY_LEN], char out[45])
-{
-	g_autofree char *s = g_base64_encode(key, WG_KEY_LEN);
-
-	snprintf(out, 45, "%s", s);
 }
 
 /* Give each want without a minor (or with one another want took) the lowest free one. */

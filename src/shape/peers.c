@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The words of per-peer shaping that the rest of wgshape shares (config,
+ * the rate channel, the state file): prefixes and WireGuard keys.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "shape/peers.h"
+
+bool tc_prefix_contains(const struct tc_prefix *a, const struct tc_prefix *b)
+{
+	unsigned int full, rest;
+
+	if (a->family != b->family || a->prefixlen > b->prefixlen)
+		return false;
+	full = a->prefixlen / 8;
+	rest = a->prefixlen % 8;
+	if (memcmp(a->addr, b->addr, full) != 0)
+		return false;
+	if (!rest)
+		return true;
+	return ((a->addr[full] ^ b->addr[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+const char *tc_prefix_str(const struct tc_prefix *p, char *buf, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN] = "?";
+
+	inet_ntop(p->family, p->addr, addr, sizeof(addr));
+	snprintf(buf, len, "%s/%u", addr, p->prefixlen);
+	return buf;
+}
+
+int wg_key_from_base64(const char *s, uint8_t key[WG_KEY_LEN])
+{
+	g_autofree guchar *raw = NULL;
+	gsize n = 0;
+
+	/* 32 bytes are 43 characters and one '=': GLib skips junk, so check first */
+	if (!s || strlen(s) != 44 || s[43] != '=')
+		return -EINVAL;
+	for (size_t i = 0; i < 43; i++)
+		if (!g_ascii_isalnum(s[i]) && s[i] != '+' && s[i] != '/')
+			return -EINVAL;
+	raw = g_base64_decode(s, &n);
+	if (!raw || n != WG_KEY_LEN)
+		return -EINVAL;
+	memcpy(key, raw, WG_KEY_LEN);
+	return 0;
+}
+
+void wg_key_to_base64(const uint8_t key[WG_KEY_LEN], char out[45])
+{
+	g_autofree char *s = g_base64_encode(key, WG_KEY_LEN);
+
+	snprintf(out, 45, "%s", s);
+}
