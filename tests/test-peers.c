@@ -11,7 +11,7 @@
 #include <glib/gstdio.h>
 
 #include "safe-tmp.h"
-#include "shape/peers.h"
+#include "shape/tree-plan.h"
 #include "shape/state.h"
 
 static struct tc_prefix pfx(const char *s)

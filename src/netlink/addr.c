@@ -14,9 +14,8 @@
 #include "internal.h"
 
 
-static int collect_addr(struct nl_msg *msg, void *arg)
+static int collect_addr(struct nl_msg *msg, GArray *arr, const void *match)
 {
-	GArray *arr = arg;
 	struct nlmsghdr *hdr = nlmsg_hdr(msg);
 	struct ifaddrmsg *ifa = nlmsg_data(hdr);
 	struct nlattr *tb[IFA_MAX + 1], *a;
@@ -51,9 +50,7 @@ static int collect_addr(struct nl_msg *msg, void *arg)
 int netlink_addr_list(struct netlink *nl, struct addr_info **out, size_t *n)
 {
 	struct ifaddrmsg ifa = { .ifa_family = AF_UNSPEC };
-	g_autoptr(GArray) arr = g_array_new(FALSE, FALSE, sizeof(struct addr_info));
 	struct nl_msg *msg;
-	int r;
 
 	msg = nlmsg_alloc_simple(RTM_GETADDR, NLM_F_REQUEST | NLM_F_DUMP);
 	if (!msg)
@@ -62,11 +59,6 @@ int netlink_addr_list(struct netlink *nl, struct addr_info **out, size_t *n)
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	r = netlink_talk(nl, nl->rt, msg, collect_addr, arr);
-	if (r < 0)
-		return r;
-	*n = arr->len;
-	/* g_malloc is malloc: callers free() it */
-	*out = (struct addr_info *)(void *)g_array_free(g_steal_pointer(&arr), FALSE);
-	return 0;
+	return netlink_dump(nl, nl->rt, msg, sizeof(**out), collect_addr, NULL, NULL,
+			    (void **)out, n);
 }

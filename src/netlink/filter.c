@@ -170,12 +170,11 @@ static int parse_flower_opts(struct nlattr *opts, uint16_t protocol, struct flow
 struct flower_query {
 	int ifindex;
 	uint32_t parent;
-	GArray *arr;
 };
 
-static int collect_flower(struct nl_msg *msg, void *arg)
+static int collect_flower(struct nl_msg *msg, GArray *arr, const void *match)
 {
-	struct flower_query *q = arg;
+	const struct flower_query *q = match;
 	struct nlmsghdr *hdr = nlmsg_hdr(msg);
 	struct tcmsg *tcm = nlmsg_data(hdr);
 	struct nlattr *tb[TCA_MAX + 1];
@@ -202,26 +201,17 @@ static int collect_flower(struct nl_msg *msg, void *arg)
 	r = parse_flower_opts(tb[TCA_OPTIONS], (uint16_t)TC_H_MIN(tcm->tcm_info), &f);
 	if (r != 0)
 		return r < 0 ? r : 0;
-	g_array_append_val(q->arr, f);
+	g_array_append_val(arr, f);
 	return 0;
 }
 
 int netlink_flower_list(struct netlink *nl, int ifindex, uint32_t parent, struct flower_info **out,
 			size_t *n)
 {
-	g_autoptr(GArray) arr = g_array_new(FALSE, FALSE, sizeof(struct flower_info));
-	struct flower_query q = { .ifindex = ifindex, .parent = parent, .arr = arr };
-	struct nl_msg *msg;
-	int r;
+	struct flower_query q = { .ifindex = ifindex, .parent = parent };
 
-	msg = netlink_tc_msg(RTM_GETTFILTER, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0, parent, 0);
-	if (!msg)
-		return -ENOMEM;
-	r = netlink_talk(nl, nl->rt, msg, collect_flower, &q);
-	if (r < 0)
-		return r;
-	*n = arr->len;
-	/* g_malloc is malloc: callers free() it */
-	*out = (struct flower_info *)(void *)g_array_free(g_steal_pointer(&arr), FALSE);
-	return 0;
+	return netlink_dump(nl, nl->rt,
+			    netlink_tc_msg(RTM_GETTFILTER, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0,
+					   parent, 0),
+			    sizeof(**out), collect_flower, &q, NULL, (void **)out, n);
 }

@@ -216,14 +216,9 @@ static void parse_class_stats(struct nlattr *stats, struct tc_class_info *out)
 	}
 }
 
-struct class_query {
-	int ifindex;
-	GArray *arr;
-};
-
-static int collect_class(struct nl_msg *msg, void *arg)
+static int collect_class(struct nl_msg *msg, GArray *arr, const void *match)
 {
-	struct class_query *q = arg;
+	const int *ifindex = match;
 	struct nlmsghdr *hdr = nlmsg_hdr(msg);
 	struct tcmsg *tcm = nlmsg_data(hdr);
 	struct nlattr *tb[TCA_MAX + 1];
@@ -232,7 +227,7 @@ static int collect_class(struct nl_msg *msg, void *arg)
 	if (hdr->nlmsg_type != RTM_NEWTCLASS)
 		return 0;
 	/* The class dump honours tcm_ifindex (6.1); check anyway, it costs nothing. */
-	if (tcm->tcm_ifindex != q->ifindex)
+	if (tcm->tcm_ifindex != *ifindex)
 		return 0;
 	if (nlmsg_parse(hdr, sizeof(*tcm), tb, TCA_MAX, NULL) < 0 || !tb[TCA_KIND])
 		return -EBADMSG;
@@ -245,25 +240,13 @@ static int collect_class(struct nl_msg *msg, void *arg)
 		parse_htb_opts(tb[TCA_OPTIONS], &c);
 	if (tb[TCA_STATS2])
 		parse_class_stats(tb[TCA_STATS2], &c);
-	g_array_append_val(q->arr, c);
+	g_array_append_val(arr, c);
 	return 0;
 }
 
 int netlink_class_list(struct netlink *nl, int ifindex, struct tc_class_info **out, size_t *n)
 {
-	g_autoptr(GArray) arr = g_array_new(FALSE, FALSE, sizeof(struct tc_class_info));
-	struct class_query q = { .ifindex = ifindex, .arr = arr };
-	struct nl_msg *msg;
-	int r;
-
-	msg = netlink_tc_msg(RTM_GETTCLASS, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0, 0, 0);
-	if (!msg)
-		return -ENOMEM;
-	r = netlink_talk(nl, nl->rt, msg, collect_class, &q);
-	if (r < 0)
-		return r;
-	*n = arr->len;
-	/* g_malloc is malloc: callers free() it */
-	*out = (struct tc_class_info *)(void *)g_array_free(g_steal_pointer(&arr), FALSE);
-	return 0;
+	return netlink_dump(nl, nl->rt,
+			    netlink_tc_msg(RTM_GETTCLASS, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0, 0, 0),
+			    sizeof(**out), collect_class, &ifindex, NULL, (void **)out, n);
 }

@@ -11,6 +11,8 @@
 #include <netlink/msg.h>
 #include <netlink/attr.h>
 
+#include <glib.h>
+
 #include "netlink/kernel.h"
 
 struct netlink {
@@ -30,6 +32,19 @@ typedef int (*netlink_reply_fn)(struct nl_msg *msg, void *arg);
  */
 int netlink_talk(struct netlink *nl, struct nl_sock *sk, struct nl_msg *msg,
 		 netlink_reply_fn fn, void *arg);
+
+/* Called for each reply of a dump: append what matches (match: the caller's filter) to arr. */
+typedef int (*netlink_collect_fn)(struct nl_msg *msg, GArray *arr, const void *match);
+
+/*
+ * A dump and the objects collect keeps, as one array of elem_size each:
+ * send msg (consumed; NULL: -ENOMEM), collect every reply. 0 with *out
+ * (free() it: g_malloc is malloc) and *n; on failure -errno, with clear (if
+ * given) called on each object collected and nothing kept.
+ */
+int netlink_dump(struct netlink *nl, struct nl_sock *sk, struct nl_msg *msg, size_t elem_size,
+		 netlink_collect_fn collect, const void *match, void (*clear)(void *elem), void **out,
+		 size_t *n);
 
 /* A NETLINK_ROUTE tc message (qdisc or filter) with its tcmsg header filled. */
 struct nl_msg *netlink_tc_msg(int type, int flags, int ifindex, uint32_t handle,

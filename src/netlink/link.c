@@ -173,9 +173,8 @@ int netlink_link_del(struct netlink *nl, int ifindex)
 }
 
 
-static int collect_link(struct nl_msg *msg, void *arg)
+static int collect_link(struct nl_msg *msg, GArray *arr, const void *match)
 {
-	GArray *arr = arg;
 	struct link_info info;
 	int r;
 
@@ -189,9 +188,7 @@ static int collect_link(struct nl_msg *msg, void *arg)
 int netlink_link_list(struct netlink *nl, struct link_info **out, size_t *n)
 {
 	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
-	g_autoptr(GArray) arr = g_array_new(FALSE, FALSE, sizeof(struct link_info));
 	struct nl_msg *msg;
-	int r;
 
 	msg = nlmsg_alloc_simple(RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP);
 	if (!msg)
@@ -201,11 +198,6 @@ int netlink_link_list(struct netlink *nl, struct link_info **out, size_t *n)
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	r = netlink_talk(nl, nl->rt, msg, collect_link, arr);
-	if (r < 0)
-		return r;
-	*n = arr->len;
-	/* g_malloc is malloc: callers free() it */
-	*out = (struct link_info *)(void *)g_array_free(g_steal_pointer(&arr), FALSE);
-	return 0;
+	return netlink_dump(nl, nl->rt, msg, sizeof(**out), collect_link, NULL, NULL,
+			    (void **)out, n);
 }

@@ -110,50 +110,35 @@ int netlink_qdisc_find_parent(struct netlink *nl, int ifindex, uint32_t parent,
 	return qdisc_find(nl, ifindex, parent, out);
 }
 
-struct qdisc_list {
-	int ifindex;
-	GArray *arr;
-};
-
-static int collect_qdisc(struct nl_msg *msg, void *arg)
+static void qdisc_clear_one(void *q)
 {
-	struct qdisc_list *l = arg;
+	qdisc_info_clear(q);
+}
+
+static int collect_qdisc(struct nl_msg *msg, GArray *arr, const void *match)
+{
+	const int *ifindex = match;
 	struct nlmsghdr *hdr = nlmsg_hdr(msg);
 	struct tcmsg *tcm = nlmsg_data(hdr);
 	struct qdisc_info info = { 0 };
 	int r;
 
-	if (hdr->nlmsg_type != RTM_NEWQDISC || tcm->tcm_ifindex != l->ifindex)
+	if (hdr->nlmsg_type != RTM_NEWQDISC || tcm->tcm_ifindex != *ifindex)
 		return 0;
 	r = qdisc_fill(hdr, &info);
 	if (r < 0) {
 		qdisc_info_clear(&info);
 		return r;
 	}
-	g_array_append_val(l->arr, info);
+	g_array_append_val(arr, info);
 	return 0;
 }
 
 int netlink_qdisc_list(struct netlink *nl, int ifindex, struct qdisc_info **out, size_t *n)
 {
-	g_autoptr(GArray) arr = g_array_new(FALSE, FALSE, sizeof(struct qdisc_info));
-	struct qdisc_list l = { .ifindex = ifindex, .arr = arr };
-	struct nl_msg *msg;
-	int r;
-
-	msg = netlink_tc_msg(RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0, 0, 0);
-	if (!msg)
-		return -ENOMEM;
-	r = netlink_talk(nl, nl->rt, msg, collect_qdisc, &l);
-	if (r < 0) {
-		for (guint i = 0; i < arr->len; i++)
-			qdisc_info_clear(&g_array_index(arr, struct qdisc_info, i));
-		return r;
-	}
-	*n = arr->len;
-	/* g_malloc is malloc: callers free() it */
-	*out = (struct qdisc_info *)(void *)g_array_free(g_steal_pointer(&arr), FALSE);
-	return 0;
+	return netlink_dump(nl, nl->rt,
+			    netlink_tc_msg(RTM_GETQDISC, NLM_F_REQUEST | NLM_F_DUMP, ifindex, 0, 0, 0),
+			    sizeof(**out), collect_qdisc, &ifindex, qdisc_clear_one, (void **)out, n);
 }
 
 static const int mode_flags[] = {

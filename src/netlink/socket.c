@@ -146,6 +146,41 @@ int netlink_talk(struct netlink *nl, struct nl_sock *sk, struct nl_msg *msg,
 	return t.err;
 }
 
+struct dump {
+	GArray *arr;
+	netlink_collect_fn collect;
+	const void *match;
+};
+
+static int dump_one(struct nl_msg *msg, void *arg)
+{
+	struct dump *d = arg;
+
+	return d->collect(msg, d->arr, d->match);
+}
+
+int netlink_dump(struct netlink *nl, struct nl_sock *sk, struct nl_msg *msg, size_t elem_size,
+		 netlink_collect_fn collect, const void *match, void (*clear)(void *elem), void **out,
+		 size_t *n)
+{
+	struct dump d = { .collect = collect, .match = match };
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	d.arr = g_array_new(FALSE, FALSE, (guint)elem_size);
+	r = netlink_talk(nl, sk, msg, dump_one, &d);
+	if (r < 0) {
+		for (guint i = 0; clear && i < d.arr->len; i++)
+			clear(d.arr->data + (size_t)i * elem_size);
+		g_array_free(d.arr, TRUE);
+		return r;
+	}
+	*n = d.arr->len;
+	*out = g_array_free(d.arr, FALSE);
+	return 0;
+}
+
 struct nl_msg *netlink_tc_msg(int type, int flags, int ifindex, uint32_t handle,
 			      uint32_t parent, uint32_t info)
 {

@@ -138,9 +138,13 @@ static int collect_peer(struct nlattr *peer, GArray *arr)
 			      &g_array_index(arr, struct wg_peer, arr->len - 1));
 }
 
-static int parse_peers(struct nl_msg *msg, void *arg)
+static void peer_clear_one(void *p)
 {
-	GArray *arr = arg;
+	free(((struct wg_peer *)p)->allowed);
+}
+
+static int parse_peers(struct nl_msg *msg, GArray *arr, const void *match)
+{
 	struct nlattr *tb[WGDEVICE_A_MAX + 1], *peer;
 	int rem, r;
 
@@ -158,26 +162,11 @@ static int parse_peers(struct nl_msg *msg, void *arg)
 
 int netlink_wg_peers(struct netlink *nl, const char *ifname, struct wg_peer **out, size_t *n)
 {
-	GArray *arr;
-	struct nl_msg *msg;
-	size_t len;
 	int r;
 
 	r = wg_family(nl);
 	if (r < 0)
 		return r;
-	msg = wg_dump_msg(nl, ifname);
-	if (!msg)
-		return -ENOMEM;
-	arr = g_array_new(FALSE, FALSE, sizeof(struct wg_peer));
-	r = netlink_talk(nl, nl->genl, msg, parse_peers, arr);
-	len = arr->len;
-	/* g_malloc is malloc: callers free() it */
-	if (r < 0) {
-		wg_peers_free((struct wg_peer *)(void *)g_array_free(arr, FALSE), len);
-		return r;
-	}
-	*n = len;
-	*out = (struct wg_peer *)(void *)g_array_free(arr, FALSE);
-	return 0;
+	return netlink_dump(nl, nl->genl, wg_dump_msg(nl, ifname), sizeof(**out), parse_peers, NULL,
+			    peer_clear_one, (void **)out, n);
 }

@@ -325,3 +325,33 @@ void cake_opts_fill_defaults(struct cake_opts *o)
 	o->has = kernel.has;
 	cake_opts_merge(o, &given);
 }
+
+bool cake_opts_hold(const struct cake_opts *have, const struct cake_opts *want)
+{
+	static const struct {
+		uint32_t bit;
+		size_t off, len;
+	} fields[] = {
+#define F(bit, m) { bit, offsetof(struct cake_opts, m), sizeof(((struct cake_opts *)0)->m) }
+		F(CAKE_HAS_RATE, rate),		F(CAKE_HAS_OVERHEAD, overhead),
+		F(CAKE_HAS_MPU, mpu),		F(CAKE_HAS_RTT, rtt),
+		F(CAKE_HAS_DIFFSERV, diffserv), F(CAKE_HAS_NAT, nat),
+		F(CAKE_HAS_WASH, wash),		F(CAKE_HAS_ACK_FILTER, ack_filter),
+		F(CAKE_HAS_MEMLIMIT, memlimit), F(CAKE_HAS_INGRESS, ingress),
+		F(CAKE_HAS_RAW, raw),		F(CAKE_HAS_FLOW_MODE, flow_mode),
+		F(CAKE_HAS_ATM, atm),		F(CAKE_HAS_SPLIT_GSO, split_gso),
+		F(CAKE_HAS_FWMARK, fwmark),
+#undef F
+	};
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (!(want->has & fields[i].bit))
+			continue;
+		if (!(have->has & fields[i].bit) ||
+		    memcmp((const char *)have + fields[i].off, (const char *)want + fields[i].off,
+			   fields[i].len) != 0)
+			return false;
+	}
+	/* An overhead given without raw means cake is not in raw mode. */
+	return !((want->has & CAKE_HAS_OVERHEAD) && !(want->has & CAKE_HAS_RAW) && have->raw);
+}

@@ -1,21 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Per-peer download shaping on a server, as pure logic: from what WireGuard
- * has (peers and their AllowedIPs) and what is wanted (a rate per peer, the
- * interface's cap), the tree of classes and filters the kernel should hold
- * (tree_plan), and the smallest list of changes from what it holds now
- * (tree_diff). No kernel here: src/shape/tree.c carries the changes out.
- *
- * The tree on IFACE's egress:
- *   HTB root 1: (a size table adds the tunnel's overhead to every packet)
- *     1:1  the cap: the interface's egress rate, or unlimited
- *       1:2     the default class: peers without a rate of their own, cake
- *               with dual-dsthost (fair per client), up to the cap
- *       1:MINOR a peer's class, ceil its download rate; cake leaf MINOR:
- *   flower filters on 1: send a destination in a peer's AllowedIPs to its
- *   class (IPv4 at prio 1, IPv6 at prio 2); anything else goes to 1:2.
- * A peer keeps its minor id while it is shaped (the state file remembers
- * it), so a rate change is a change of its class in place.
+ * Per-peer download shaping, the words the rest of wgshape shares with the
+ * engine (config, the rate channel, the state file): a peer's wanted rate,
+ * the ids of the tree's classes, prefixes and WireGuard keys. The tree
+ * itself is planned in src/shape/tree-plan.h and put in the kernel by
+ * src/shape/tree-sync.h.
  */
 #ifndef WGSHAPE_SHAPE_PEERS_H
 #define WGSHAPE_SHAPE_PEERS_H
@@ -52,74 +41,6 @@ struct peer_want {
 	char source[128]; /* "set", "config FILE:LINE", ... */
 	uint16_t minor; /* its class; 0 until tree_plan gives it one */
 };
-
-struct tree_input {
-	const struct wg_peer *peers; /* what WireGuard has now */
-	size_t n_peers;
-	struct peer_want *wants; /* tree_plan fills in minors it gives out */
-	size_t n_wants;
-	uint64_t cap; /* the interface's egress rate, bytes/s; 0: none */
-	struct cake_opts opts; /* the interface's cake options (every leaf starts from them) */
-};
-
-struct tree_class {
-	uint16_t minor;
-	uint64_t rate, ceil; /* bytes/s */
-	bool leaf; /* has a cake leaf (all but the cap class) */
-	struct cake_opts cake; /* the leaf's options */
-	int want; /* index into wants, -1 for the cap and default classes */
-};
-
-struct tree_filter {
-	struct tc_prefix dst;
-	uint16_t minor;
-};
-
-struct tree_plan {
-	GArray *classes; /* struct tree_class; the cap class first, then the default */
-	GArray *filters; /* struct tree_filter */
-	GPtrArray *warnings; /* char *: overlapping or catch-all AllowedIPs, ... */
-};
-
-void tree_plan_init(struct tree_plan *p);
-void tree_plan_clear(struct tree_plan *p);
-/*
- * The tree for in; wants without a minor get the lowest free one. Wanted
- * peers WireGuard does not have now get no class (they get one when they
- * appear). -ENOSPC when the minor ids run out.
- */
-int tree_plan(struct tree_input *in, struct tree_plan *out);
-
-/* What the kernel has under our HTB root. */
-struct tree_kernel {
-	const struct tc_class_info *classes;
-	size_t n_classes;
-	const struct qdisc_info *qdiscs; /* every qdisc of the interface (leaves by parent) */
-	size_t n_qdiscs;
-	const struct flower_info *filters;
-	size_t n_filters;
-};
-
-enum tree_op_kind {
-	TREE_FILTER_DEL, /* filters that no longer belong, first */
-	TREE_CLASS_ADD,
-	TREE_CLASS_CHANGE, /* rate or ceil, in place */
-	TREE_LEAF_ADD, /* cake onto a class with none (or not cake) */
-	TREE_LEAF_CHANGE, /* cake's options, in place */
-	TREE_FILTER_ADD,
-	TREE_CLASS_DEL, /* classes no peer wants any more, last */
-};
-
-struct tree_op {
-	enum tree_op_kind kind;
-	uint16_t minor; /* the class (or a filter's target) */
-	uint64_t rate, ceil;
-	struct cake_opts cake;
-	struct flower_info filter; /* filter ops: prio, handle (delete), dst, classid */
-};
-
-/* The changes, in the order to make them, appended to ops (struct tree_op). */
-void tree_diff(const struct tree_plan *p, const struct tree_kernel *k, GArray *ops);
 
 /* Does a contain b (same family, a's prefix no longer and matching)? */
 bool tc_prefix_contains(const struct tc_prefix *a, const struct tc_prefix *b);

@@ -242,6 +242,25 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 	return state_parse(text->str, text->len, out);
 }
 
+/* What clear puts back on egress: the [egress] group's original-*; -EBADMSG without a kind. */
+static int orig_load(GKeyFile *kf, struct shape_state *st)
+{
+	g_autofree char *kind = g_key_file_get_string(kf, "egress", "original-kind", NULL);
+	g_autofree char *options = NULL;
+	gsize n = 0;
+
+	if (!kind)
+		return -EBADMSG;
+	g_strlcpy(st->orig_kind, kind, sizeof(st->orig_kind));
+	st->orig_handle = (uint32_t)g_key_file_get_uint64(kf, "egress", "original-handle", NULL);
+	options = g_key_file_get_string(kf, "egress", "original-options", NULL);
+	if (options && *options) {
+		st->orig_options = g_base64_decode(options, &n);
+		st->orig_options_len = n;
+	}
+	return 0;
+}
+
 int state_parse(const char *data, size_t len, struct shape_state *out)
 {
 	g_autoptr(GKeyFile) kf = g_key_file_new();
@@ -263,23 +282,9 @@ int state_parse(const char *data, size_t len, struct shape_state *out)
 	g_clear_pointer(&s, g_free);
 
 	st.egress = g_key_file_has_group(kf, "egress");
-	if (st.egress) {
-		s = g_key_file_get_string(kf, "egress", "original-kind", NULL);
-		if (!s) {
-			shape_state_clear(&st);
-			return -EBADMSG;
-		}
-		g_strlcpy(st.orig_kind, s, sizeof(st.orig_kind));
-		g_clear_pointer(&s, g_free);
-		st.orig_handle = (uint32_t)g_key_file_get_uint64(kf, "egress", "original-handle", NULL);
-		s = g_key_file_get_string(kf, "egress", "original-options", NULL);
-		if (s && *s) {
-			gsize n = 0;
-
-			st.orig_options = g_base64_decode(s, &n);
-			st.orig_options_len = n;
-		}
-		g_clear_pointer(&s, g_free);
+	if (st.egress && orig_load(kf, &st) < 0) {
+		shape_state_clear(&st);
+		return -EBADMSG;
 	}
 
 	st.tree = st.egress && g_key_file_get_boolean(kf, "egress", "per-peer", NULL);

@@ -27,7 +27,7 @@ struct shape_state {
 	char overhead_reason[192]; /* why the overhead is what it is, for show */
 	int overhead; /* the overhead sent, so a hand-set one can be sent again */
 	char source[256]; /* who asked: "set", "config", ... (for show, and what apply may undo) */
-	bool tree; /* egress is per-peer: our HTB tree is the root (src/shape/peers.h) */
+	bool tree; /* egress is per-peer: our HTB tree is the root (src/shape/tree-plan.h) */
 	uint64_t cap; /* tree only: the egress rate for all peers together, bytes/s; 0: none */
 	struct cake_opts tree_opts; /* tree only: the options every cake of it starts from */
 	GArray *peers; /* struct peer_want: peers shaped on their own, with their class; or NULL */

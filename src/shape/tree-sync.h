@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Per-peer shaping in the kernel (src/shape/tree.c): read back the tree
- * under wgshape's HTB root and bring it in line with the plan
- * (src/shape/peers.h). Used by shape_set and show.
+ * The per-peer tree's kernel sync: read back the tree under wgshape's HTB
+ * root and bring it in line with the plan (src/shape/tree-plan.h). Used by
+ * egress (src/shape/egress.c) and show (src/shape/view.c).
  */
-#ifndef WGSHAPE_SHAPE_TREE_H
-#define WGSHAPE_SHAPE_TREE_H
+#ifndef WGSHAPE_SHAPE_TREE_SYNC_H
+#define WGSHAPE_SHAPE_TREE_SYNC_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "netlink/kernel.h"
-#include "shape/peers.h"
+#include "shape/tree-plan.h"
 
 /* What the kernel holds for one interface's tree, and its WireGuard peers. */
 struct tree_kernel_read {
@@ -39,10 +39,5 @@ void tree_kernel_clear(struct tree_kernel_read *k);
  */
 int tree_sync(struct netlink *nl, const struct link_info *link, struct tree_input *in,
 	      bool say_warnings, unsigned int *changes);
-
-/* The tree as show gives it (struct shape_peer_view, src/shape/shape.h) appended to out. */
-struct shape_state;
-int tree_view(struct netlink *nl, const struct link_info *link, const struct shape_state *st,
-	      GArray *out);
 
 #endif

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Per-peer shaping in the kernel: put wgshape's HTB tree at an interface's
- * root, read back what is there, and carry out tree_diff's changes.
+ * The per-peer tree's kernel sync: read back what is under wgshape's HTB
+ * root, ask the planner (src/shape/tree-plan.c) for the changes, and carry
+ * them out.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,10 +10,8 @@
 #include <string.h>
 
 #include "util/log.h"
-#include "shape/peers.h"
-#include "shape/shape.h"
-#include "shape/state.h"
-#include "shape/tree.h"
+#include "shape/tree-plan.h"
+#include "shape/tree-sync.h"
 
 void tree_kernel_clear(struct tree_kernel_read *k)
 {
@@ -159,62 +158,4 @@ out:
 	tree_plan_clear(&plan);
 	tree_kernel_clear(&k);
 	return r;
-}
-
-/* The kernel's class minor and its leaf, into v (leaf's options are moved). */
-static void view_class(struct tree_kernel_read *k, struct shape_peer_view *v)
-{
-	for (size_t i = 0; i < k->n_classes; i++)
-		if (k->classes[i].classid == TREE_HANDLE(v->minor)) {
-			v->cls = k->classes[i];
-			v->has_class = true;
-		}
-	for (size_t i = 0; i < k->n_qdiscs; i++)
-		if (k->qdiscs[i].parent == TREE_HANDLE(v->minor)) {
-			v->leaf = k->qdiscs[i];
-			memset(&k->qdiscs[i], 0, sizeof(k->qdiscs[i]));
-			v->has_leaf = true;
-		}
-}
-
-static void view_allowed(const struct wg_peer *p, struct shape_peer_view *v)
-{
-	char pfx[64];
-
-	v->allowed = g_new0(char *, p->n_allowed + 1);
-	for (size_t i = 0; i < p->n_allowed; i++)
-		v->allowed[i] = g_strdup(tc_prefix_str(&p->allowed[i], pfx, sizeof(pfx)));
-}
-
-int tree_view(struct netlink *nl, const struct link_info *link, const struct shape_state *st,
-	      GArray *out)
-{
-	struct tree_kernel_read k = { 0 };
-	struct shape_peer_view def = { .name = "default", .minor = TREE_DEFAULT_MINOR,
-				       .present = true };
-	int r;
-
-	r = tree_kernel_read(nl, link, &k);
-	if (r < 0)
-		return r;
-	view_class(&k, &def);
-	g_array_append_val(out, def);
-	for (guint i = 0; st->peers && i < st->peers->len; i++) {
-		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
-		struct shape_peer_view v = { .rate = w->rate, .minor = w->minor };
-
-		snprintf(v.name, sizeof(v.name), "%s", w->name);
-		snprintf(v.source, sizeof(v.source), "%s", w->source);
-		wg_key_to_base64(w->key, v.key);
-		for (size_t p = 0; p < k.n_peers; p++)
-			if (!memcmp(k.peers[p].key, w->key, WG_KEY_LEN)) {
-				v.present = true;
-				view_allowed(&k.peers[p], &v);
-			}
-		if (v.present)
-			view_class(&k, &v);
-		g_array_append_val(out, v);
-	}
-	tree_kernel_clear(&k);
-	return 0;
 }

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * egress_decide: pure, so that every transition `set` makes on egress is
+ * tested by table (tests/test-shape.c).
+ */
+#include "shape/decide.h"
+
+static enum egress_step step_to(enum egress_form now, enum egress_form form)
+{
+	if (form == EGRESS_NONE)
+		return now == EGRESS_NONE ? EGRESS_KEEP : EGRESS_REMOVE;
+	if (now == EGRESS_NONE)
+		return EGRESS_CREATE;
+	return now == form ? EGRESS_CHANGE : EGRESS_REPLACE;
+}
+
+struct egress_decision egress_decide(enum egress_form now, bool has_cap, enum dir_action eg,
+				     enum dir_action asked, bool peers)
+{
+	struct egress_decision d = { .form = EGRESS_NONE, .rate = EGRESS_RATE_UNSET };
+
+	if (peers) {
+		d.form = EGRESS_TREE;
+		/* the cap: as asked; none when egress is turned off; else what there is */
+		if (asked == DIR_SET)
+			d.rate = EGRESS_RATE_ASKED;
+		else if (eg != DIR_OFF && now == EGRESS_TREE)
+			d.rate = EGRESS_RATE_KEPT;
+		else if (eg != DIR_OFF && now == EGRESS_CAKE)
+			d.rate = EGRESS_RATE_OF_CAKE;
+	} else if (eg == DIR_SET || (eg == DIR_KEEP && now == EGRESS_TREE && has_cap)) {
+		/* a tree whose last peer went keeps its cap as one cake */
+		d.form = EGRESS_CAKE;
+		if (asked == DIR_SET)
+			d.rate = EGRESS_RATE_ASKED;
+		else if (eg == DIR_KEEP)
+			d.rate = EGRESS_RATE_KEPT;
+	} else if (eg == DIR_KEEP && now != EGRESS_TREE) {
+		/* not named, and no tree to follow the peers: as it is */
+		d.form = now;
+		d.step = EGRESS_KEEP;
+		return d;
+	}
+	d.step = step_to(now, d.form);
+	return d;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The shaping engine's parts, private to src/shape/: shape.c orchestrates
+ * set and clear (ingress first, the part most likely to fail, then egress,
+ * then the state file); root.c puts cake at a device's root and keeps what
+ * a later failure takes back; egress.c and ingress.c are the two
+ * directions; view.c reads back for show.
+ */
+#ifndef WGSHAPE_SHAPE_ENGINE_H
+#define WGSHAPE_SHAPE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "netlink/kernel.h"
+#include "shape/shape.h"
+#include "shape/state.h"
+
+/* What was being done, for the hint on a failure. */
+enum op {
+	OP_LINK,
+	OP_CAKE,
+	OP_INGRESS,
+	OP_IFB,
+	OP_STATE,
+	OP_WG,
+};
+
+/* Log "ifname: what: the kernel's reason (a hint)" once; returns r. */
+int shape_fail(struct netlink *nl, const char *ifname, enum op op, int r, const char *what);
+
+/* The interface, with the one line on failure. */
+int shape_link_for(struct netlink *nl, const char *ifname, struct link_info *link);
+/*
+ * Load our state for link. A state saved for another ifindex belongs to an
+ * interface that was deleted (and its qdiscs with it); only its IFB may
+ * remain, which *stale_ifb names so it can be reused or removed.
+ */
+int shape_state_for(const char *statedir, const char *ifname, const struct link_info *link,
+		    struct shape_state *st, char stale_ifb[IFNAME_SIZE]);
+
+static inline bool shape_peers_wanted(const struct shape_state *st)
+{
+	return st->peers && st->peers->len;
+}
+
+/* WireGuard's peers, read once for a whole set: the overhead and the tree both need them. */
+struct wg_dump {
+	bool read;
+	struct wg_peer *peers;
+	size_t n;
+};
+
+int wg_dump_get(struct netlink *nl, const char *ifname, struct wg_dump *d);
+
+/* What a step did, so that a later failure can take it back. */
+struct undo {
+	enum { UNDO_NONE, UNDO_CHANGE_BACK, UNDO_RESTORE_ROOT, UNDO_REMOVE_INGRESS } what;
+	int ifindex; /* where cake sits */
+	uint32_t handle;
+	struct cake_opts prev; /* UNDO_CHANGE_BACK: the values we overwrote */
+	int ifb_ifindex; /* UNDO_REMOVE_INGRESS: the IFB to delete, 0 if we kept one */
+	bool keep_qdisc; /* UNDO_REMOVE_INGRESS: the user's filters are on it: our filter alone */
+};
+
+/* root.c */
+void undo_run(struct netlink *nl, const struct undo *u, const struct shape_state *st,
+	      int link_ifindex);
+/* First touch of the root: remember what to put back on clear (root NULL: the default). */
+int remember_root(struct shape_state *st, const struct qdisc_info *root);
+/*
+ * Put cake with opts as the root of ifindex (dev names it). If our cake is
+ * there already (ours), change it in place (handle, queues and counters
+ * survive); otherwise replace whatever is there, saving it first into
+ * *orig if orig is given.
+ */
+int cake_root_set(struct netlink *nl, const char *ifname, const char *dev, int ifindex, bool ours,
+		  const struct cake_opts *o, struct shape_state *orig, struct undo *u);
+
+/* ingress.c */
+/*
+ * Is ifb a name wgshape gives ifname's IFB: today's, or the one cut to 15
+ * of wgshape before hashed names? Only such an IFB is ever deleted.
+ */
+bool ifb_name_ours(const char *ifname, const char *ifb);
+/* in: DIR_SET puts ingress in place (o, the rate asked), DIR_OFF takes it away. */
+int ingress_apply(struct netlink *nl, const char *ifname, const struct link_info *link,
+		  struct shape_state *st, const char *stale_ifb, const struct shape_request *req,
+		  enum dir_action in, const struct cake_opts *o, struct undo *u);
+int ingress_off(struct netlink *nl, const char *ifname, const struct link_info *link,
+		struct shape_state *st);
+/* Take away our redirect and IFB named ifb, and nothing of anyone else's. */
+int ingress_remove(struct netlink *nl, const char *ifname, const struct link_info *link,
+		   const char *ifb);
+
+/* egress.c */
+/* Egress as egress_decide says (src/shape/decide.h) for st, req and eg. */
+int egress_apply(struct netlink *nl, const char *ifname, const struct link_info *link,
+		 struct shape_state *st, const struct shape_request *req, enum dir_action eg,
+		 const struct cake_opts *o, struct wg_dump *wg, struct undo *u);
+int egress_off(struct netlink *nl, const char *ifname, const struct link_info *link,
+	       struct shape_state *st);
+
+#endif
