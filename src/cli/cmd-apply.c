@@ -12,7 +12,7 @@
 #include "config/config.h"
 #include "util/log.h"
 #include "nm/nm.h"
-#include "config/reconcile.h"
+#include "apply/reconcile.h"
 #include "shape/peers.h"
 #include "shape/units.h"
 #include "util/print.h"

@@ -13,7 +13,7 @@
 #include "config/config.h"
 #include "util/log.h"
 #include "nm/nm.h"
-#include "config/reconcile.h"
+#include "apply/reconcile.h"
 
 const char dispatch_usage[] =
 	"Usage: wgshape dispatch IFACE ACTION\n"

@@ -13,6 +13,7 @@
 #include "channel/client.h"
 #include "cli/cli.h"
 #include "config/config.h"
+#include "util/addr.h"
 #include "util/log.h"
 #include "util/text.h"
 #include "netlink/kernel.h"
@@ -195,13 +196,14 @@ static int set_client(const char *ifname, int argc, char **argv, const struct cl
 	}
 	for (int i = 3; i < argc; i += 2) {
 		uint8_t a[16];
+		int family;
 
 		if (strcmp(argv[i], "server") != 0 || i + 1 >= argc) {
 			log_err("set client download: '%s': expected server ADDR", TEXT_QUOTE(argv[i]));
 			return EXIT_USAGE;
 		}
 		server = argv[i + 1];
-		if (inet_pton(strchr(server, ':') ? AF_INET6 : AF_INET, server, a) != 1) {
+		if (addr_parse(server, &family, a) < 0) {
 			log_err("set client download: server '%s' is not an IPv4 or IPv6 address (the "
 				"server's address inside the tunnel)", TEXT_QUOTE(server));
 			return EXIT_USAGE;

@@ -24,6 +24,7 @@
 #include "tune/report.h"
 #include "tune/run.h"
 #include "tune/save.h"
+#include "util/addr.h"
 #include "util/log.h"
 #include "util/text.h"
 #include "util/print.h"
@@ -356,6 +357,7 @@ static int rate_server_for(const struct cli *cli, struct netlink *nl, struct tun
 	const char *server = NULL;
 	char why[192];
 	uint8_t a[16];
+	int family;
 
 	cfg = cli_config_optional(cli);
 	if (!cfg)
@@ -363,8 +365,7 @@ static int rate_server_for(const struct cli *cli, struct netlink *nl, struct tun
 	config_networks_for(cfg, o->ifname, profs);
 	for (guint i = 0; i < profs->len && !server; i++)
 		server = ((const struct conf_section *)profs->pdata[i])->net.server;
-	if (!server && o->serve && inet_pton(strchr(o->host, ':') ? AF_INET6 : AF_INET, o->host,
-					      a) == 1)
+	if (!server && o->serve && addr_parse(o->host, &family, a) == 0)
 		server = o->host;
 	o->rate_port = cfg->rate_port ? cfg->rate_port : RATE_PORT;
 	if (rate_client_server(nl, o->ifname, server, addr, why, sizeof(why)) < 0) {

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 
 #include "config/config.h"
-#include "config/reconcile.h"
+#include "apply/reconcile.h"
 #include "netlink/kernel.h"
 
 #define ADAPT_STATE_SUFFIX ".adapt"

@@ -26,7 +26,7 @@
 #include "config/config.h"
 #include "util/log.h"
 #include "nm/nm.h"
-#include "config/reconcile.h"
+#include "apply/reconcile.h"
 #include "shape/peers.h"
 #include "shape/state.h"
 #include "util/notify.h"

@@ -5,7 +5,7 @@
 #include <glib.h>
 
 #include "config/config.h"
-#include "config/reconcile.h"
+#include "apply/reconcile.h"
 #include "nm/nm.h"
 #include "tune/save.h"
 #include "util/log.h"

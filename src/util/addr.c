@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -29,4 +31,16 @@ const char *addr_str(const struct sockaddr *sa, bool with_port, char *buf, size_
 	else
 		snprintf(buf, size, "%s:%u", ip, port);
 	return buf;
+}
+
+int addr_parse(const char *s, int *family, uint8_t addr[16])
+{
+	int f = strchr(s, ':') ? AF_INET6 : AF_INET;
+	uint8_t a[16];
+
+	if (inet_pton(f, s, a) != 1)
+		return -EINVAL;
+	*family = f;
+	memcpy(addr, a, f == AF_INET6 ? 16 : 4);
+	return 0;
 }

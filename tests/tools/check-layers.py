@@ -21,13 +21,14 @@ LAYERS = {
     "profile": set(),
     "adapt": {"proto"},
     "config": {"channel", "proto", "shape", "netlink", "profile", "util"},
+    "apply": {"config", "channel", "proto", "shape", "netlink", "profile", "util"},
     "nm": {"profile", "util"},
-    "daemon": {"config", "channel", "adapt", "proto", "nm", "shape", "netlink", "profile", "util"},
+    "daemon": {"apply", "config", "channel", "adapt", "proto", "nm", "shape", "netlink", "profile", "util"},
     "measure": {"proto", "util"},
     "serve": {"proto", "netlink", "util"},
-    "tune": {"measure", "serve", "proto", "config", "channel", "nm", "shape", "netlink", "profile",
+    "tune": {"measure", "serve", "proto", "apply", "config", "channel", "nm", "shape", "netlink", "profile",
              "util"},
-    "cli": {"daemon", "channel", "tune", "measure", "serve", "adapt", "proto", "config", "nm", "shape",
+    "cli": {"daemon", "channel", "tune", "measure", "serve", "adapt", "proto", "apply", "config", "nm", "shape",
             "netlink", "profile", "util"},
 }
 

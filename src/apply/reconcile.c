@@ -9,7 +9,7 @@
 #include "channel/client.h"
 #include "channel/lease.h"
 #include "util/log.h"
-#include "config/reconcile.h"
+#include "apply/reconcile.h"
 #include "shape/shape.h"
 #include "shape/state.h"
 #include "shape/units.h"

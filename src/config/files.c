@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Which files make the configuration (the main one, then the *.conf in conf.d) and
+ * reading each safely: only what root alone can write gives wgshape orders.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/internal.h"
+#include "util/log.h"
+#include "util/safe.h"
+
+bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode)
+{
+	return safe_mode(uid, gid, mode);
+}
+
+/* Far more than any configuration: a file past this is refused, not read into memory. */
+#define CONFIG_MAX_BYTES (32 << 20)
+
+static int errno_why(const char *path, char **why)
+{
+	int r = -errno;
+
+	*why = g_strdup_printf("%s: %s", path, g_strerror(-r));
+	return r;
+}
+
+/* safe_stat's, and a file no larger than a configuration needs. */
+static int stat_safe(const struct stat *st, const char *path, bool is_dir, char **why)
+{
+	int r = safe_stat(st, path, is_dir, false, why);
+
+	if (r == 0 && !is_dir && st->st_size > CONFIG_MAX_BYTES) {
+		*why = g_strdup_printf("%s: %jd bytes, more than a configuration needs (at most %d "
+				       "MiB); refusing it", path, (intmax_t)st->st_size,
+				       CONFIG_MAX_BYTES >> 20);
+		return -EFBIG;
+	}
+	return r;
+}
+
+/*
+ * The open fd, which path names: fit to take orders from (stat_safe), and
+ * so is every folder on its resolved path; and that path still leads to it.
+ */
+static int check_open(int fd, const char *path, bool is_dir, GHashTable *checked, struct stat *st,
+		      char **why)
+{
+	g_autofree char *real = NULL, *parent = NULL;
+	struct stat at;
+	int r;
+
+	if (fstat(fd, st) < 0)
+		return errno_why(path, why);
+	r = stat_safe(st, path, is_dir, why);
+	if (r < 0)
+		return r;
+	real = realpath(path, NULL);
+	if (!real)
+		return errno_why(path, why);
+	if (stat(real, &at) < 0 || at.st_dev != st->st_dev || at.st_ino != st->st_ino) {
+		*why = g_strdup_printf("%s: replaced while being read; try again", path);
+		return -EAGAIN;
+	}
+	parent = g_path_get_dirname(real);
+	return safe_dirs(parent, checked, why);
+}
+
+static int read_all(int fd, const char *path, GString *out, char **why)
+{
+	int r = safe_read(fd, out, CONFIG_MAX_BYTES);
+
+	if (r == -EFBIG)
+		*why = g_strdup_printf("%s: grew past %d MiB while being read; refusing it", path,
+				       CONFIG_MAX_BYTES >> 20);
+	else if (r < 0)
+		errno = -r;
+	return r == -EFBIG || r == 0 ? r : errno_why(path, why);
+}
+
+/*
+ * Read name in the folder dirfd (path: how messages name it), opened once:
+ * the open file is what is checked and what is read. O_NONBLOCK: opening a
+ * FIFO does not wait for a writer (and it is refused, as not regular).
+ */
+static int load_file(struct config *cfg, int dirfd, const char *name, const char *path,
+		     GHashTable *checked, char **why)
+{
+	g_autoptr(GString) text = NULL;
+	struct stat st;
+	int fd, r;
+
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return errno_why(path, why);
+	r = check_open(fd, path, false, checked, &st, why);
+	if (r == 0) {
+		text = g_string_sized_new((size_t)st.st_size + 1);
+		r = read_all(fd, path, text, why);
+	}
+	close(fd);
+	if (r < 0)
+		return r;
+	config_parse_data(cfg, path, text->str, text->len);
+	return 0;
+}
+
+/* g_ptr_array_sort hands the comparator pointers to the elements. */
+static int cmp_str_ptr(gconstpointer a, gconstpointer b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of the *.conf in the open folder fd, in name order. */
+static int confd_names(int fd, const char *confd, GPtrArray *names, char **why)
+{
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+	struct dirent *e;
+
+	if (!d) {
+		int r = errno_why(confd, why);
+
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return r;
+	}
+	while ((e = readdir(d)))
+		if (g_str_has_suffix(e->d_name, ".conf") && strcmp(e->d_name, ".conf"))
+			g_ptr_array_add(names, g_strdup(e->d_name));
+	closedir(d);
+	g_ptr_array_sort(names, cmp_str_ptr);
+	return 0;
+}
+
+/* conf.d beside the main file, if there is one: checked open, its files read through it. */
+static int load_confd(struct config *cfg, const char *dir, GHashTable *checked, char **why)
+{
+	g_autofree char *confd = g_build_filename(dir, "conf.d", NULL);
+	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+	struct stat st;
+	int fd, r;
+
+	fd = open(confd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : errno_why(confd, why);
+	r = check_open(fd, confd, true, checked, &st, why);
+	if (r == 0)
+		r = confd_names(fd, confd, names, why);
+	for (guint i = 0; r == 0 && i < names->len; i++) {
+		g_autofree char *path = g_build_filename(confd, names->pdata[i], NULL);
+
+		r = load_file(cfg, fd, names->pdata[i], path, checked, why);
+	}
+	close(fd);
+	return r;
+}
+
+int config_load(const char *path, bool must_exist, struct config **out, char **why)
+{
+	g_autoptr(config_t) cfg = config_new();
+	g_autoptr(GHashTable) checked = NULL;
+	g_autofree char *dir = g_path_get_dirname(path);
+	int r;
+
+	*why = NULL;
+	checked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	r = safe_dirs(dir, checked, why);
+	if (r == 0)
+		r = load_file(cfg, AT_FDCWD, path, path, checked, why);
+	if (r == -ENOENT) {
+		g_clear_pointer(why, g_free);
+		if (must_exist) {
+			*why = g_strdup_printf("%s: no such file", path);
+			return r;
+		}
+		g_ptr_array_add(cfg->warnings, g_strdup_printf("%s: no such file", path));
+	} else if (r < 0) {
+		return r;
+	}
+	r = load_confd(cfg, dir, checked, why);
+	if (r < 0)
+		return r;
+	config_finish(cfg);
+	*out = g_steal_pointer(&cfg);
+	return 0;
+}
+
+struct config *config_load_logged(const char *path)
+{
+	struct config *cfg = NULL;
+	g_autofree char *why = NULL;
+	int r;
+
+	r = config_load(path ? path : CONFIG_DEFAULT_PATH, path != NULL, &cfg, &why);
+	if (r < 0) {
+		log_err("config: %s", why ? why : strerror(-r));
+		return NULL;
+	}
+	for (guint i = 0; i < cfg->warnings->len; i++)
+		log_warn("%s", (const char *)cfg->warnings->pdata[i]);
+	return cfg;
+}
