@@ -15,7 +15,7 @@
 #include "channel/client.h"
 #include "channel/lease.h"
 #include "cli/cli.h"
-#include "daemon/adapt.h"
+#include "daemon/adapter.h"
 #include "util/log.h"
 #include "netlink/kernel.h"
 #include "shape/state.h"
@@ -375,7 +375,7 @@ static void show_client(const char *statedir, const char *ifname)
 }
 
 /*
- * What the daemon's controllers do (adapt = yes; daemon/adapt.h writes
+ * What the daemon's controllers do (adapt = yes; daemon/adapter.c writes
  * IFNAME.adapt at most once a second): each direction's rate and range, the
  * delay over its baseline, the load, the last change and why.
  */

@@ -20,7 +20,7 @@
 #include "channel/client.h"
 #include "channel/lease.h"
 #include "channel/server.h"
-#include "daemon/adapt.h"
+#include "daemon/adapter.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "config/config.h"
@@ -50,7 +50,7 @@ struct daemon {
 	guint rate_src[2];
 	guint lease_timer; /* the next end of a client's lease */
 	guint renew_timer; /* this host's own requests, as a client, to renew */
-	GHashTable *adapters; /* ifname -> struct adapter: adapt = yes (daemon/adapt.h) */
+	GHashTable *adapters; /* ifname -> struct adapter: adapt = yes (daemon/adapter.h) */
 	GHashTable *adapt_why; /* ifname -> why it does not adapt, as last said */
 	guint metrics_timer; /* metrics-file: written every metrics-every seconds */
 	char *metrics_path; /* the file it writes, removed when it stops */

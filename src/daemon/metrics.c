@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/adapt.h"
+#include "daemon/adapter.h"
 #include "proto/rate.h"
 #include "shape/cake.h"
 #include "shape/state.h"

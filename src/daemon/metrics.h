@@ -52,7 +52,7 @@ struct metrics *metrics_new(void);
 void metrics_add_view(struct metrics *m, const struct shape_view *v);
 /* An interface wgshape shaped that is gone. */
 void metrics_add_gone(struct metrics *m, const char *ifname);
-/* The adapter's state file of ifname (the key file daemon/adapt.c writes). */
+/* The adapter's state file of ifname (the key file daemon/adapter.c writes). */
 void metrics_add_adapt(struct metrics *m, const char *ifname, const char *data, size_t len);
 /* What this host asked its server for (the rate channel's record). */
 void metrics_add_client(struct metrics *m, const char *ifname, const struct rate_record *r);

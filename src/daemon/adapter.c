@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * One tunnel's adaptation (adapt.h): a timer, the prober's socket and the
+ * One tunnel's adaptation (adapter.h): a timer, the prober's socket and the
  * rate channel's socket are its inputs.
  *
  * Timing. Idle, the timer looks at the counters every IDLE_TICK_MS and
@@ -22,7 +22,7 @@
 #include "adapt/trace.h"
 #include "channel/client.h"
 #include "channel/lease.h"
-#include "daemon/adapt.h"
+#include "daemon/adapter.h"
 #include "shape/shape.h"
 #include "shape/state.h"
 #include "shape/units.h"

@@ -14,8 +14,8 @@
  * group per direction), written within a second of a change of rate and
  * every 5 s otherwise.
  */
-#ifndef WGSHAPE_DAEMON_ADAPT_H
-#define WGSHAPE_DAEMON_ADAPT_H
+#ifndef WGSHAPE_DAEMON_ADAPTER_H
+#define WGSHAPE_DAEMON_ADAPTER_H
 
 #include <stdbool.h>
 
