@@ -10,8 +10,8 @@
  * adapter_rates(), so enforcing the configuration keeps it); a new download
  * rate is asked of the server through the rate channel, without waiting.
  *
- * Its state for `show` is IFNAME.adapt in the state folder (a key file, one
- * group per direction), written within a second of a change of rate and
+ * Its state for `show` is IFNAME.adapt in the state folder
+ * (daemon/adapter-state.h), written within a second of a change of rate and
  * every 5 s otherwise.
  */
 #ifndef WGSHAPE_DAEMON_ADAPTER_H
@@ -22,8 +22,6 @@
 #include "config/config.h"
 #include "config/reconcile.h"
 #include "netlink/kernel.h"
-
-#define ADAPT_STATE_SUFFIX ".adapt"
 
 struct adapt_env {
 	struct netlink *nl;
