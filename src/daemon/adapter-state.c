@@ -9,7 +9,7 @@
 /* show reads a few hundred bytes; anything larger is not ours */
 #define ADAPT_STATE_MAX 16384
 
-const char *const adapter_dir_names[ADAPTER_NDIRS] = { "egress", "ingress", "download" };
+const char *const adapter_dir_names[ADAPTER_NDIRS] = {"egress", "ingress", "download"};
 
 static char *file_name(const char *ifname)
 {
@@ -47,8 +47,7 @@ int adapter_state_save(const char *statedir, const char *ifname, const struct ad
 	return state_file_write(statedir, name, data, len);
 }
 
-static void copy_string(GKeyFile *kf, const char *group, const char *key, char *out,
-			size_t size)
+static void copy_string(GKeyFile *kf, const char *group, const char *key, char *out, size_t size)
 {
 	g_autofree char *s = g_key_file_get_string(kf, group, key, NULL);
 
@@ -58,7 +57,7 @@ static void copy_string(GKeyFile *kf, const char *group, const char *key, char *
 int adapter_state_parse(const char *data, size_t len, struct adapter_state *out)
 {
 	g_autoptr(GKeyFile) kf = g_key_file_new();
-	struct adapter_state st = { 0 };
+	struct adapter_state st = {0};
 
 	if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, NULL))
 		return -EINVAL;

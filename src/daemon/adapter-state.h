@@ -22,15 +22,15 @@ extern const char *const adapter_dir_names[ADAPTER_NDIRS];
 struct adapter_state_dir {
 	bool on; /* the group is there: this direction adapts */
 	uint64_t rate, applied, min, base, max, load; /* bit/s */
-	int64_t baseline_us, delay_us; /* delay_us: added over the baseline */
+	int64_t baseline_us, delay_us;		      /* delay_us: added over the baseline */
 	uint64_t rtt_us;
 	int64_t changed; /* CLOCK_REALTIME s of the last change; 0: none yet */
-	char why[16]; /* adapt_why_name() of the last change; "": not said */
+	char why[16];	 /* adapt_why_name() of the last change; "": not said */
 };
 
 struct adapter_state {
 	char server[64]; /* the far end it probes; "": not said */
-	bool lost; /* it stopped answering: base rates */
+	bool lost;	 /* it stopped answering: base rates */
 	bool stamped;
 	struct adapter_state_dir dir[ADAPTER_NDIRS];
 };
