@@ -2,16 +2,19 @@
 /*
  * The Prometheus exposition (daemon/metrics.h) of views made here, as
  * shape_view() would fill them: a cake on a whole interface (diffserv3, its
- * three tins) and its IFB, a per-peer tree, an adapter's state file, a
+ * three tins) and its IFB, a per-peer tree, an adapter's state file (and
+ * that file's reader and writer, daemon/adapter-state.h), a
  * client's request and an interface that is gone. `test-metrics --print`
  * prints that exposition for tests/tools/check-metrics.py, which reads it
  * with Prometheus' own parser.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <glib.h>
 
 #include "daemon/metrics.h"
+#include "safe-tmp.h"
 #include "netlink/cake.h"
 
 static void fill_cake(struct qdisc_info *q, uint64_t rate, uint32_t diffserv, unsigned int tins)
@@ -103,12 +106,14 @@ static char *exposition(void)
 	struct shape_view a = plain_view(), b = tree_view();
 	struct rate_record rec = { .asked = 250000, .port = 4781, .status = RATE_APPLIED,
 				   .rate = 250000, .lease = 180 };
+	struct adapter_state st;
 	GString *out = g_string_new(NULL);
 
+	g_assert_cmpint(adapter_state_parse(adapt_state, strlen(adapt_state), &st), ==, 0);
 	g_strlcpy(rec.server, "10.0.0.1", sizeof(rec.server));
 	g_strlcpy(rec.source, "network 'home' (/etc/wgshape/wgshape.conf:9)", sizeof(rec.source));
 	metrics_add_view(m, &a);
-	metrics_add_adapt(m, "wg0", adapt_state, strlen(adapt_state));
+	metrics_add_adapt(m, "wg0", &st);
 	metrics_add_client(m, "wg0", &rec);
 	metrics_add_view(m, &b);
 	metrics_add_gone(m, "wg9");
@@ -209,6 +214,45 @@ static void test_empty(void)
 	g_string_free(out, TRUE);
 }
 
+/* IFNAME.adapt: what the adapter writes is what show and the metrics read back. */
+static void test_adapter_state(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-adapt");
+	g_autofree char *sub = g_build_filename(dir, "state", NULL);
+	g_autofree char *path = g_build_filename(sub, "wg0.adapt", NULL);
+	g_autofree char *text = NULL;
+	struct adapter_state st, back;
+
+	g_assert_cmpint(adapter_state_parse(adapt_state, strlen(adapt_state), &st), ==, 0);
+	g_assert_cmpstr(st.server, ==, "10.0.0.1");
+	g_assert_false(st.lost);
+	g_assert_true(st.stamped);
+	g_assert_true(st.dir[ADAPTER_EGRESS].on);
+	g_assert_false(st.dir[ADAPTER_INGRESS].on);
+	g_assert_true(st.dir[ADAPTER_DOWNLOAD].on);
+	g_assert_cmpuint(st.dir[ADAPTER_EGRESS].load, ==, 736560);
+	g_assert_cmpint(st.dir[ADAPTER_EGRESS].baseline_us, ==, -1234);
+	g_assert_cmpint(st.dir[ADAPTER_EGRESS].changed, ==, 1764860000);
+	g_assert_cmpstr(st.dir[ADAPTER_EGRESS].why, ==, "queue");
+	g_assert_cmpint(st.dir[ADAPTER_DOWNLOAD].delay_us, ==, -200);
+	g_assert_cmpstr(st.dir[ADAPTER_DOWNLOAD].why, ==, "");
+
+	st.lost = true;
+	g_assert_cmpint(adapter_state_save(sub, "wg0", &st), ==, 0);
+	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+	/* the keys show reads, in bit/s, and only the directions that adapt */
+	g_assert_nonnull(strstr(text, "[adapt]\nserver=10.0.0.1\nlost=true\nstamped=true\n"));
+	g_assert_nonnull(strstr(text, "[egress]\nrate=931000\napplied=931000\n"));
+	g_assert_null(strstr(text, "[ingress]"));
+	g_assert_cmpint(adapter_state_load(sub, "wg0", &back), ==, 0);
+	g_assert_cmpmem(&back, sizeof(back), &st, sizeof(st));
+
+	adapter_state_remove(sub, "wg0");
+	g_assert_cmpint(adapter_state_load(sub, "wg0", &back), ==, -ENOENT);
+	g_assert_cmpint(adapter_state_parse("not [a key file", 15, &back), ==, -EINVAL);
+	safe_tmp_rm(dir);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--print")) {
@@ -220,5 +264,6 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/metrics/lines", test_lines);
 	g_test_add_func("/metrics/empty", test_empty);
+	g_test_add_func("/metrics/adapter-state", test_adapter_state);
 	return g_test_run();
 }

@@ -15,7 +15,7 @@
 #include "channel/client.h"
 #include "channel/lease.h"
 #include "cli/cli.h"
-#include "daemon/adapt.h"
+#include "daemon/adapter-state.h"
 #include "util/log.h"
 #include "netlink/kernel.h"
 #include "shape/state.h"
@@ -374,71 +374,55 @@ static void show_client(const char *statedir, const char *ifname)
 	print_close_object();
 }
 
+/* One adapted direction: its rate and range, the delay over its baseline, the load, the last change. */
+static void show_adapt_dir(const char *g, const struct adapter_state_dir *d, int64_t now)
+{
+	char b[UNITS_BUFSZ], lo[UNITS_BUFSZ], hi[UNITS_BUFSZ], base[UNITS_BUFSZ];
+
+	format_rate(b, sizeof(b), d->rate / 8);
+	format_rate(lo, sizeof(lo), d->min / 8);
+	format_rate(hi, sizeof(hi), d->max / 8);
+	format_rate(base, sizeof(base), d->base / 8);
+	print_open_object(g);
+	print_text("  adapt %s", g);
+	print_uint_as("rate", " %s", d->rate, b);
+	print_uint_as("min", " (%s", d->min, lo);
+	print_uint_as("max", " .. %s", d->max, hi);
+	print_uint_as("base", ", base %s)", d->base, base);
+	print_double("delay_ms", ": %+.1f ms over the baseline", (double)d->delay_us / 1000);
+	print_double("rtt_ms", ", rtt %.1f ms", (double)d->rtt_us / 1000);
+	format_rate(b, sizeof(b), d->load / 8);
+	print_uint_as("load", ", load %s", d->load, b);
+	print_int("baseline_us", NULL, d->baseline_us);
+	print_int("changed", NULL, d->changed);
+	if (d->changed)
+		print_string("why", "; last change %s", d->why[0] ? d->why : "?");
+	if (d->changed)
+		print_int(NULL, " %" PRId64 " s ago", now - d->changed);
+	print_text("\n");
+	print_close_object();
+}
+
 /*
- * What the daemon's controllers do (adapt = yes; daemon/adapt.h writes
+ * What the daemon's controllers do (adapt = yes; daemon/adapter.c writes
  * IFNAME.adapt at most once a second): each direction's rate and range, the
  * delay over its baseline, the load, the last change and why.
  */
 static void show_adapt(const char *statedir, const char *ifname)
 {
-	static const char *const dirs[] = { "egress", "ingress", "download" };
-	g_autofree char *name = g_strconcat(ifname, ADAPT_STATE_SUFFIX, NULL);
-	g_autoptr(GKeyFile) kf = g_key_file_new();
-	g_autoptr(GString) data = NULL;
-	g_autofree char *server = NULL;
-	char b[UNITS_BUFSZ], lo[UNITS_BUFSZ], hi[UNITS_BUFSZ], base[UNITS_BUFSZ];
+	struct adapter_state st;
 	int64_t now = time(NULL);
 
-	if (state_file_read(statedir, name, 16384, &data) < 0 ||
-	    !g_key_file_load_from_data(kf, data->str, data->len, 0, NULL))
+	if (adapter_state_load(statedir, ifname, &st) < 0)
 		return;
-	server = g_key_file_get_string(kf, "adapt", "server", NULL);
 	print_open_object("adapt");
-	print_string("server", " adapted by the daemon, probing %s", server ? server : "?");
-	print_bool("lost", g_key_file_get_boolean(kf, "adapt", "lost", NULL) ?
-		   " (it stopped answering: base rates)" : NULL,
-		   g_key_file_get_boolean(kf, "adapt", "lost", NULL));
+	print_string("server", " adapted by the daemon, probing %s",
+		     st.server[0] ? st.server : "?");
+	print_bool("lost", st.lost ? " (it stopped answering: base rates)" : NULL, st.lost);
 	print_text("\n");
-	for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
-		const char *g = dirs[i];
-		uint64_t rate, min, max, bas, load;
-		int64_t changed;
-		g_autofree char *why = NULL;
-
-		if (!g_key_file_has_group(kf, g))
-			continue;
-		rate = g_key_file_get_uint64(kf, g, "rate", NULL);
-		min = g_key_file_get_uint64(kf, g, "min", NULL);
-		max = g_key_file_get_uint64(kf, g, "max", NULL);
-		bas = g_key_file_get_uint64(kf, g, "base", NULL);
-		load = g_key_file_get_uint64(kf, g, "load", NULL);
-		changed = g_key_file_get_int64(kf, g, "changed", NULL);
-		why = g_key_file_get_string(kf, g, "why", NULL);
-		format_rate(b, sizeof(b), rate / 8);
-		format_rate(lo, sizeof(lo), min / 8);
-		format_rate(hi, sizeof(hi), max / 8);
-		format_rate(base, sizeof(base), bas / 8);
-		print_open_object(g);
-		print_text("  adapt %s", g);
-		print_uint_as("rate", " %s", rate, b);
-		print_uint_as("min", " (%s", min, lo);
-		print_uint_as("max", " .. %s", max, hi);
-		print_uint_as("base", ", base %s)", bas, base);
-		print_double("delay_ms", ": %+.1f ms over the baseline",
-			     (double)g_key_file_get_int64(kf, g, "delay_us", NULL) / 1000);
-		print_double("rtt_ms", ", rtt %.1f ms",
-			     (double)g_key_file_get_uint64(kf, g, "rtt_us", NULL) / 1000);
-		format_rate(b, sizeof(b), load / 8);
-		print_uint_as("load", ", load %s", load, b);
-		print_int("baseline_us", NULL, g_key_file_get_int64(kf, g, "baseline_us", NULL));
-		print_int("changed", NULL, changed);
-		if (changed)
-			print_string("why", "; last change %s", why ? why : "?");
-		if (changed)
-			print_int(NULL, " %" PRId64 " s ago", now - changed);
-		print_text("\n");
-		print_close_object();
-	}
+	for (int i = 0; i < ADAPTER_NDIRS; i++)
+		if (st.dir[i].on)
+			show_adapt_dir(adapter_dir_names[i], &st.dir[i], now);
 	print_close_object();
 }
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/adapt.h"
+#include "daemon/adapter-state.h"
 #include "proto/rate.h"
 #include "shape/cake.h"
 #include "shape/state.h"
@@ -254,29 +254,25 @@ void metrics_add_gone(struct metrics *m, const char *ifname)
 	put(m, F_PRESENT, iface, "0");
 }
 
-void metrics_add_adapt(struct metrics *m, const char *ifname, const char *data, size_t len)
+void metrics_add_adapt(struct metrics *m, const char *ifname, const struct adapter_state *st)
 {
-	static const char *const dirs[] = { "egress", "ingress", "download" };
 	const struct label iface[] = { { "interface", ifname }, { NULL, NULL } };
-	g_autoptr(GKeyFile) kf = g_key_file_new();
 
-	if (!g_key_file_load_from_data(kf, data, len, 0, NULL))
-		return;
-	put(m, F_ADAPT_LOST, iface, g_key_file_get_boolean(kf, "adapt", "lost", NULL) ? "1" : "0");
-	for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
-		const struct label dir[] = { { "interface", ifname }, { "direction", dirs[i] },
+	put(m, F_ADAPT_LOST, iface, st->lost ? "1" : "0");
+	for (int i = 0; i < ADAPTER_NDIRS; i++) {
+		const struct label dir[] = { { "interface", ifname },
+					     { "direction", adapter_dir_names[i] },
 					     { NULL, NULL } };
-		const char *g = dirs[i];
+		const struct adapter_state_dir *d = &st->dir[i];
 
-		if (!g_key_file_has_group(kf, g))
+		if (!d->on)
 			continue;
 		/* the state file has bit/s */
-		put_u64(m, F_ADAPT_RATE, dir, g_key_file_get_uint64(kf, g, "rate", NULL) / 8);
-		put_u64(m, F_ADAPT_BASE, dir, g_key_file_get_uint64(kf, g, "base", NULL) / 8);
-		put_u64(m, F_ADAPT_MIN, dir, g_key_file_get_uint64(kf, g, "min", NULL) / 8);
-		put_u64(m, F_ADAPT_MAX, dir, g_key_file_get_uint64(kf, g, "max", NULL) / 8);
-		put_double(m, F_ADAPT_DELAY, dir,
-			   (double)g_key_file_get_int64(kf, g, "delay_us", NULL) * US);
+		put_u64(m, F_ADAPT_RATE, dir, d->rate / 8);
+		put_u64(m, F_ADAPT_BASE, dir, d->base / 8);
+		put_u64(m, F_ADAPT_MIN, dir, d->min / 8);
+		put_u64(m, F_ADAPT_MAX, dir, d->max / 8);
+		put_double(m, F_ADAPT_DELAY, dir, (double)d->delay_us * US);
 	}
 }
 
@@ -315,8 +311,7 @@ int metrics_collect(struct netlink *nl, const char *statedir, char **names, GStr
 		names = known;
 	}
 	for (char **n = names; *n; n++) {
-		g_autofree char *adapt = g_strconcat(*n, ADAPT_STATE_SUFFIX, NULL);
-		g_autoptr(GString) data = NULL;
+		struct adapter_state adapt;
 		struct shape_view v;
 		struct rate_record rec;
 		int r = shape_view(nl, statedir, *n, &v);
@@ -333,8 +328,8 @@ int metrics_collect(struct netlink *nl, const char *statedir, char **names, GStr
 		shape_view_clear(&v);
 		if (rate_record_load(statedir, *n, &rec) == 0)
 			metrics_add_client(m, *n, &rec);
-		if (state_file_read(statedir, adapt, 16384, &data) == 0)
-			metrics_add_adapt(m, *n, data->str, data->len);
+		if (adapter_state_load(statedir, *n, &adapt) == 0)
+			metrics_add_adapt(m, *n, &adapt);
 	}
 	g_strfreev(known);
 	metrics_finish(m, out);

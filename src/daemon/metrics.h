@@ -41,6 +41,7 @@
 #include <glib.h>
 
 #include "channel/client.h"
+#include "daemon/adapter-state.h"
 #include "netlink/kernel.h"
 #include "shape/shape.h"
 
@@ -52,8 +53,8 @@ struct metrics *metrics_new(void);
 void metrics_add_view(struct metrics *m, const struct shape_view *v);
 /* An interface wgshape shaped that is gone. */
 void metrics_add_gone(struct metrics *m, const char *ifname);
-/* The adapter's state file of ifname (the key file daemon/adapt.c writes). */
-void metrics_add_adapt(struct metrics *m, const char *ifname, const char *data, size_t len);
+/* The adapter's state of ifname (daemon/adapter-state.h). */
+void metrics_add_adapt(struct metrics *m, const char *ifname, const struct adapter_state *st);
 /* What this host asked its server for (the rate channel's record). */
 void metrics_add_client(struct metrics *m, const char *ifname, const struct rate_record *r);
 /* Append the exposition to out, and free m. */

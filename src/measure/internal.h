@@ -3,10 +3,10 @@
  * What the files of the measure module share; no one outside includes it.
  *
  * A run (loop.c) owns at most one probe (probe.c: ICMP or UDP echo) and one
- * load (load.c: libcurl streams), each opaque to the others, and drives both
+ * load (http-load.c: libcurl streams), each opaque to the others, and drives both
  * from one poll loop. Each reports a failure with measure_fail(); the first is
  * the run's error. resolve.c turns names and URLs into addresses for both.
- * No curl type crosses this header either: only load.c and resolve.c include
+ * No curl type crosses this header either: only http-load.c and resolve.c include
  * <curl/curl.h>.
  */
 #ifndef WGSHAPE_MEASURE_INTERNAL_H
@@ -64,7 +64,7 @@ void measure_probe_progress(const struct probe *p, struct measure_progress *pr);
 void measure_probe_collect(const struct probe *p, int64_t start, int64_t warm,
 			   struct measure_result *res);
 
-/* load.c: cfg->streams HTTP transfers on one libcurl multi handle. */
+/* http-load.c: cfg->streams HTTP transfers on one libcurl multi handle. */
 int measure_load_open(struct run *r); /* sets r->load, even on failure */
 void measure_load_free(struct load *l); /* NULL is fine */
 void measure_load_start(struct run *r);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Between nm/load.c (in every wgshape) and nm/nm.c (the wgshape-nm.so module,
+ * Between nm/loader.c (in every wgshape) and nm/nm.c (the wgshape-nm.so module,
  * linked with libnm): the functions of nm.h that need NetworkManager.
  */
 #ifndef WGSHAPE_NM_MODULE_H

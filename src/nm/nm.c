@@ -224,7 +224,7 @@ static int watch_nets(struct nm_watch *w, struct nm_nets **out)
 	return 0;
 }
 
-/* What nm/load.c finds with dlsym(). */
+/* What nm/loader.c finds with dlsym(). */
 __attribute__((visibility("default"))) extern const struct nm_module wgshape_nm_module;
 const struct nm_module wgshape_nm_module = {
 	.nets_get = nets_get,

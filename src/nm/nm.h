@@ -4,7 +4,7 @@
  * It answers one question, which networks are active now, either once (the
  * dispatcher hook) or continuously (the daemon, on its GLib main loop).
  * libnm is loaded with the wgshape-nm.so module on the first question
- * (nm/load.c): ask only when a [network] profile needs the answer.
+ * (nm/loader.c): ask only when a [network] profile needs the answer.
  */
 #ifndef WGSHAPE_NM_H
 #define WGSHAPE_NM_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * One tunnel's adaptation (adapt.h): a timer, the prober's socket and the
+ * One tunnel's adaptation (adapter.h): a timer, the prober's socket and the
  * rate channel's socket are its inputs.
  *
  * Timing. Idle, the timer looks at the counters every IDLE_TICK_MS and
@@ -22,7 +22,8 @@
 #include "adapt/trace.h"
 #include "channel/client.h"
 #include "channel/lease.h"
-#include "daemon/adapt.h"
+#include "daemon/adapter.h"
+#include "daemon/adapter-state.h"
 #include "shape/shape.h"
 #include "shape/state.h"
 #include "shape/units.h"
@@ -225,35 +226,33 @@ static void note_lost(struct adapter *a, enum adapt_why why)
 
 static void write_state(struct adapter *a)
 {
-	g_autoptr(GKeyFile) kf = g_key_file_new();
-	g_autofree char *data = NULL, *name = NULL;
-	gsize len;
+	struct adapter_state st = { .lost = a->lost_said, .stamped = !a->unstamped_said };
 
-	g_key_file_set_string(kf, "adapt", "server", a->server);
-	g_key_file_set_boolean(kf, "adapt", "lost", a->lost_said);
-	g_key_file_set_boolean(kf, "adapt", "stamped", !a->unstamped_said);
+	G_STATIC_ASSERT((int)AD_N == (int)ADAPTER_NDIRS);
+	g_strlcpy(st.server, a->server, sizeof(st.server));
 	for (int i = 0; i < AD_N; i++) {
 		const struct adapt_dir *d = &a->dir[i];
-		const char *g = dir_names[i];
 
 		if (!d->on)
 			continue;
-		g_key_file_set_uint64(kf, g, "rate", d->ctl.rate * 8);
-		g_key_file_set_uint64(kf, g, "applied", (d->applied ? d->applied : d->base) * 8);
-		g_key_file_set_uint64(kf, g, "min", d->min * 8);
-		g_key_file_set_uint64(kf, g, "base", d->base * 8);
-		g_key_file_set_uint64(kf, g, "max", d->max * 8);
-		g_key_file_set_int64(kf, g, "baseline_us", d->ctl.baseline_us);
-		g_key_file_set_int64(kf, g, "delay_us", adapt_added_us(&d->ctl));
-		g_key_file_set_uint64(kf, g, "rtt_us", d->ctl.rtt_min_us);
-		g_key_file_set_uint64(kf, g, "load", (uint64_t)(d->ctl.load * 8));
-		g_key_file_set_int64(kf, g, "changed", d->changed_at);
-		g_key_file_set_string(kf, g, "why", adapt_why_name(d->last_why));
+		st.dir[i] = (struct adapter_state_dir){
+			.on = true,
+			.rate = d->ctl.rate * 8,
+			.applied = (d->applied ? d->applied : d->base) * 8,
+			.min = d->min * 8,
+			.base = d->base * 8,
+			.max = d->max * 8,
+			.baseline_us = d->ctl.baseline_us,
+			.delay_us = adapt_added_us(&d->ctl),
+			.rtt_us = d->ctl.rtt_min_us,
+			.load = (uint64_t)(d->ctl.load * 8),
+			.changed = d->changed_at,
+		};
+		g_strlcpy(st.dir[i].why, adapt_why_name(d->last_why), sizeof(st.dir[i].why));
 	}
-	data = g_key_file_to_data(kf, &len, NULL);
-	name = g_strconcat(a->ifname, ADAPT_STATE_SUFFIX, NULL);
-	if (state_file_write(a->env.statedir, name, data, len) < 0)
-		log_debug("%s: adapt: could not write %s", a->ifname, name);
+	if (adapter_state_save(a->env.statedir, a->ifname, &st) < 0)
+		log_debug("%s: adapt: could not write %s%s", a->ifname, a->ifname,
+			  ADAPT_STATE_SUFFIX);
 	a->state_dirty = false;
 	a->state_at_us = g_get_monotonic_time();
 }
@@ -552,8 +551,6 @@ fail:
 
 void adapter_free(struct adapter *a)
 {
-	g_autofree char *name = NULL;
-
 	if (!a)
 		return;
 	if (a->timer)
@@ -566,8 +563,7 @@ void adapter_free(struct adapter *a)
 		close(a->rate_fd);
 	adapt_probe_free(a->probe);
 	adapt_trace_close(a->trace);
-	name = g_strconcat(a->ifname, ADAPT_STATE_SUFFIX, NULL);
-	state_file_remove(a->env.statedir, name);
+	adapter_state_remove(a->env.statedir, a->ifname);
 	g_free(a->log);
 	g_free(a);
 }

@@ -10,20 +10,18 @@
  * adapter_rates(), so enforcing the configuration keeps it); a new download
  * rate is asked of the server through the rate channel, without waiting.
  *
- * Its state for `show` is IFNAME.adapt in the state folder (a key file, one
- * group per direction), written within a second of a change of rate and
+ * Its state for `show` is IFNAME.adapt in the state folder
+ * (daemon/adapter-state.h), written within a second of a change of rate and
  * every 5 s otherwise.
  */
-#ifndef WGSHAPE_DAEMON_ADAPT_H
-#define WGSHAPE_DAEMON_ADAPT_H
+#ifndef WGSHAPE_DAEMON_ADAPTER_H
+#define WGSHAPE_DAEMON_ADAPTER_H
 
 #include <stdbool.h>
 
 #include "config/config.h"
 #include "apply/reconcile.h"
 #include "netlink/kernel.h"
-
-#define ADAPT_STATE_SUFFIX ".adapt"
 
 struct adapt_env {
 	struct netlink *nl;
