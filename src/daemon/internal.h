@@ -13,7 +13,7 @@
 #include <glib.h>
 
 #include "config/config.h"
-#include "config/reconcile.h"
+#include "apply/reconcile.h"
 #include "daemon/daemon.h"
 #include "netlink/kernel.h"
 #include "nm/nm.h"
