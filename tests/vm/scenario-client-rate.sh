@@ -166,8 +166,9 @@ if first is not None:
 PY
 # A flood: requests (or timed probes, --timed) to DST port 4781 from N
 # addresses BASE1..BASEN in turn, PER_SECOND a second (as near as Python
-# gets) for SECONDS: "flooding" once the first second is sent, then
-# "sent S answers A", the answers that came back.
+# gets) for SECONDS: "flooding" after its first second, then "sent S answers
+# A seconds T", the answers that came back and how long it took (a busy VM
+# runs late).
 cat >"$LAB_TMP/rate-flood.py" <<'PY'
 import argparse, os, select, socket, struct, time
 p = argparse.ArgumentParser()
@@ -200,7 +201,7 @@ sent = got = 0
 said = False
 t0 = time.monotonic()
 while time.monotonic() - t0 < a.seconds:
-    if not said and sent >= a.per_second:
+    if not said and time.monotonic() - t0 >= 1:
         print("flooding", flush=True)
         said = True
     due = int((time.monotonic() - t0) * a.per_second)
@@ -214,7 +215,7 @@ while time.monotonic() - t0 < a.seconds:
 end = time.monotonic() + 1.5
 while time.monotonic() < end:
     got += drain(0.1)
-print("sent %d answers %d" % (sent, got))
+print("sent %d answers %d seconds %.1f" % (sent, got, time.monotonic() - t0))
 PY
 
 # probe NS ARGS...: the program above in NS; PROBE its output.
@@ -456,11 +457,12 @@ info "the flood from cli2: $FLOOD"
 FIG+=("requests: cli2 flooding from 64 addresses: $FLOOD; cli: $PROBE of 9")
 expect_eq "cli's 9 requests, a second apart, during cli2's flood" "answers 9 status 1" "$PROBE"
 n=$(awk '{ print $4 }' <<<"$FLOOD")
-# its peer's budget over 11 s: 10 at once, 4 a second
-if [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le 56 ]; then
+# its peer's budget over the flood's time: 10 at once, 4 a second
+max=$(awk '{ printf "%d", 10 + 4 * $6 + 1 }' <<<"$FLOOD")
+if [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le "${max:-0}" ]; then
 	pass "cli2's flood from 64 addresses: $n answers (its peer's budget, 10 + 4/s)"
 else
-	fail "cli2's flood from 64 addresses: expected 1..56 answers (its peer's budget), found '$n'"
+	fail "cli2's flood from 64 addresses: expected 1..$max answers (its peer's budget), found '$n'"
 fi
 expect_match "daemon log: cli2's flood charged to its peer" 'its peer asks too often; dropped' \
 	"$(cat "$DLOG")"
@@ -482,10 +484,11 @@ else
 	fail "cli's 160 timed probes at 20 a second during cli2's flood: $n answered, expected 152 or more"
 fi
 n=$(awk '{ print $4 }' <<<"$FLOOD")
-if [ -n "$n" ] && [ "$n" -le 330 ]; then
+max=$(awk '{ printf "%d", 50 + 25 * $6 + 1 }' <<<"$FLOOD")
+if [ -n "$n" ] && [ "$n" -le "${max:-0}" ]; then
 	pass "cli2's probe flood from 100 addresses: $n answers (its peer's budget, 50 + 25/s)"
 else
-	fail "cli2's probe flood from 100 addresses: expected at most 330 answers, found '$n'"
+	fail "cli2's probe flood from 100 addresses: expected at most $max answers, found '$n'"
 fi
 inns srv wg set wg0 peer "$CLI2_KEY" allowed-ips "$CLI2_TUN4/32,$CLI2_TUN6/128"
 ip -n srv route del "$FLOOD_NET.0/24" dev wg0
