@@ -73,6 +73,49 @@ static void test_owd_compute(void)
 	g_assert_cmpint(o.rtt_ns, ==, 250);
 }
 
+/*
+ * Issue 28: a far end whose tx - rx exceeds 2^63 overflowed a signed
+ * subtraction (UBSan) and gave garbage delays. A far end that says it held
+ * a probe longer than the whole round trip took gave no times; the round
+ * trip is ours alone. A far end's clock near its wrap is only an offset.
+ */
+static void test_owd_far_end_garbage(void)
+{
+	static const struct {
+		const char *what;
+		uint64_t sent, rx, tx, back;
+		bool stamped;
+		int64_t rtt, up, down;
+	} cases[] = {
+		{ "held 2^64 - 2 ns", 100, 1, UINT64_MAX, 350, false, 250, 0, 0 },
+		{ "held 2^63 + 1 ns", 100, 5, (UINT64_C(1) << 63) + 6, 350, false, 250, 0, 0 },
+		{ "held longer than the round trip", 100, 1000, 1251, 350, false, 250, 0, 0 },
+		{ "held as long as the round trip", 100, 1000, 1250, 350, true, 0, 900, -900 },
+		/* the far end's clock 5 ns before its wrap: held 2 ns; up + down = rtt */
+		{ "a far clock at its wrap", 100, UINT64_MAX - 5, UINT64_MAX - 3, 350, true, 248,
+		  -106, 354 },
+		/* the far end's times at the very top and bottom of a signed delay */
+		{ "an offset of 2^63", 0, UINT64_C(1) << 63, (UINT64_C(1) << 63) + 10, 100, true,
+		  90, INT64_MIN, (int64_t)(UINT64_C(90) - (UINT64_C(1) << 63)) },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct adapt_owd o = {
+			.sent_ns = cases[i].sent,
+			.rx_ns = cases[i].rx,
+			.tx_ns = cases[i].tx,
+			.back_ns = cases[i].back,
+		};
+
+		adapt_owd_compute(&o);
+		if (o.stamped != cases[i].stamped || o.rtt_ns != cases[i].rtt ||
+		    o.up_ns != cases[i].up || o.down_ns != cases[i].down)
+			g_test_fail_printf("%s: stamped %d rtt %" G_GINT64_FORMAT " up %" G_GINT64_FORMAT
+					   " down %" G_GINT64_FORMAT, cases[i].what, o.stamped,
+					   o.rtt_ns, o.up_ns, o.down_ns);
+	}
+}
+
 static void test_open_bad(void)
 {
 	struct adapt_probe *p = NULL;
@@ -215,6 +258,7 @@ int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/adapt/probe/owd", test_owd_compute);
+	g_test_add_func("/adapt/probe/owd-far-end-garbage", test_owd_far_end_garbage);
 	g_test_add_func("/adapt/probe/open-bad", test_open_bad);
 	g_test_add_func("/adapt/probe/serve", test_serve);
 	g_test_add_func("/adapt/probe/far-end", test_far_end);

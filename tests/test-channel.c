@@ -2,6 +2,7 @@
 /*
  * The rate channel's pure logic (channel/policy.h): which peer a request
  * comes from, what the policy grants, the token bucket, the next lease end;
+ * the budgets per peer and for everyone (channel/gate.h) on a fake clock;
  * and the lease file (channel/lease.h): its parser on good and bad lines,
  * the round trip through a private state folder, and the refusals.
  */
@@ -16,6 +17,7 @@
 #include <glib/gstdio.h>
 
 #include "safe-tmp.h"
+#include "channel/gate.h"
 #include "channel/lease.h"
 #include "channel/policy.h"
 #include "shape/units.h"
@@ -304,6 +306,242 @@ static void test_bucket_backwards(void)
 	g_assert_false(rate_bucket_take(&b, t + RATE_REFILL_S / 2));
 	g_assert_true(rate_bucket_take(&b, t + RATE_REFILL_S));
 	g_assert_false(rate_bucket_take(&b, t + RATE_REFILL_S));
+}
+
+/* ---- the gate (channel/gate.h) ------------------------------------------- */
+
+#define IFX 7
+
+static int gate_from(struct gate *g, const char *addr, double now, uint8_t key[WG_KEY_LEN])
+{
+	int family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+	uint8_t a[16];
+
+	g_assert_cmpint(inet_pton(family, addr, a), ==, 1);
+	return gate_peer(g, IFX, family, a, now, key);
+}
+
+/* A datagram from addr at now, as the server charges it: the peer, then its budget. */
+static int gate_send(struct gate *g, const char *addr, enum gate_kind kind, double now)
+{
+	uint8_t key[WG_KEY_LEN];
+	int r = gate_from(g, addr, now, key);
+
+	return r < 0 ? r : gate_take(g, IFX, key, kind, now);
+}
+
+/* Which peer, and when the index must be dumped again. */
+static void test_gate_index(void)
+{
+	static const struct peer_row rows[] = {
+		{ { "10.0.0.2/32" } },
+		{ { "10.1.0.0/24", "fd00:1::/64" } },
+		{ { "10.0.0.0/8" } }, /* overlaps both: their sources are no one's */
+	};
+	struct wg_peer *peers = peers_new(rows, 2), *more = peers_new(rows, 3);
+	g_autoptr(GPtrArray) keep = g_ptr_array_new();
+	struct gate *g = gate_new();
+	uint8_t key[WG_KEY_LEN] = { 0 };
+	double t = 100;
+
+	/* never dumped: dump first */
+	g_assert_cmpint(gate_from(g, "10.0.0.2", t, key), ==, -ESTALE);
+	gate_index(g, IFX, peers, 2, t);
+	/* the index copied them: the dump may go */
+	peers_free(peers, 2);
+	g_assert_cmpint(gate_from(g, "10.0.0.2", t, key), ==, 0);
+	g_assert_cmpuint(key[0], ==, 0);
+	g_assert_cmpint(gate_from(g, "10.1.0.77", t + 1, key), ==, 0);
+	g_assert_cmpuint(key[0], ==, 1);
+	g_assert_cmpint(gate_from(g, "fd00:1::ab", t + 2, key), ==, 0);
+	g_assert_cmpuint(key[0], ==, 1);
+	/* a source no peer holds: no look again within a second of the dump ... */
+	g_assert_cmpint(gate_from(g, "10.2.0.1", t + GATE_INDEX_MISS_AGE - 0.01, key), ==, -ENOENT);
+	/* ... after it, one */
+	g_assert_cmpint(gate_from(g, "10.2.0.1", t + GATE_INDEX_MISS_AGE, key), ==, -ESTALE);
+	/* a known source, until the index is GATE_INDEX_MAX_AGE old */
+	g_assert_cmpint(gate_from(g, "10.0.0.2", t + GATE_INDEX_MAX_AGE - 0.01, key), ==, 0);
+	g_assert_cmpint(gate_from(g, "10.0.0.2", t + GATE_INDEX_MAX_AGE, key), ==, -ESTALE);
+	/* a clock behind the dump does not keep the index forever */
+	g_assert_cmpint(gate_from(g, "10.0.0.2", t - 1, key), ==, -ESTALE);
+	/* another interface has its own index */
+	g_assert_cmpint(gate_peer(g, IFX + 1, AF_INET, (const uint8_t[4]){ 10, 0, 0, 2 }, t, key),
+			==, -ESTALE);
+	/* the third peer overlaps both: within the second, no one's */
+	t += 10;
+	gate_index(g, IFX, more, 3, t);
+	g_assert_cmpint(gate_from(g, "10.0.0.2", t, key), ==, -ENOTUNIQ);
+	g_assert_cmpint(gate_from(g, "10.200.0.1", t, key), ==, 0);
+	g_assert_cmpuint(key[0], ==, 2);
+	/* a failed dump (no peers): nothing, and no dump again for every datagram */
+	gate_index(g, IFX, NULL, 0, t + 20);
+	g_assert_cmpint(gate_from(g, "10.0.0.2", t + 20.5, key), ==, -ENOENT);
+	peers_free(more, 3);
+	gate_free(g);
+	gate_free(NULL);
+}
+
+/*
+ * Issue 28: a client whose AllowedIPs are a routed /24 (or an IPv6 /64) asks
+ * from 64 of its addresses, 1,000 times a second, for 10 s; another asks once
+ * every 2 s, as its daemon does when it adapts. The flood gets its one
+ * peer's budget (a burst of 10, then 4 a second), not the server's 100 a
+ * second, and the other client every answer.
+ */
+static void test_gate_rate_flood(void)
+{
+	static const struct peer_row rows[] = {
+		{ { "10.1.0.0/24", "fd00:1::/64" } }, /* the flood */
+		{ { "10.0.0.2/32" } }, /* the well-behaved one */
+	};
+	struct wg_peer *peers = peers_new(rows, G_N_ELEMENTS(rows));
+	struct gate *g = gate_new();
+	unsigned int flood = 0, good = 0, asked = 0, ms;
+	double t0 = 1000;
+
+	gate_index(g, IFX, peers, G_N_ELEMENTS(rows), t0);
+	for (ms = 0; ms < 10000; ms++) {
+		double now = t0 + ms / 1000.0;
+		char a[64];
+
+		/* an index as old as the server's refresh allows */
+		if (ms % 5000 == 4999)
+			gate_index(g, IFX, peers, G_N_ELEMENTS(rows), now);
+		snprintf(a, sizeof(a), ms % 2 ? "10.1.0.%u" : "fd00:1::%x", 1 + ms % 64);
+		flood += gate_send(g, a, GATE_RATE, now) == 0;
+		if (ms % 2000 == 1) {
+			asked++;
+			good += gate_send(g, "10.0.0.2", GATE_RATE, now) == 0;
+		}
+	}
+	check(good == asked, "the good client got %u of %u answers", good, asked);
+	/* 10 at once, then one every 0.25 s over 10 s */
+	check(flood <= RATE_BURST + 10 / RATE_REFILL_S + 1 && flood >= RATE_BURST + 10 / RATE_REFILL_S - 1,
+	      "the flood got %u answers, not its own budget's %.0f", flood,
+	      RATE_BURST + 10 / RATE_REFILL_S);
+	peers_free(peers, G_N_ELEMENTS(rows));
+	gate_free(g);
+}
+
+/*
+ * Issue 28, probes: one client probes from 100 of its addresses as fast as
+ * it can (here 10 a millisecond) for 10 s; another probes 20 times a second.
+ * The flood gets its peer's 50 and 25 a second; the other, every answer.
+ */
+static void test_gate_probe_flood(void)
+{
+	static const struct peer_row rows[] = {
+		{ { "10.1.0.0/24" } },
+		{ { "10.0.0.2/32" } },
+	};
+	struct wg_peer *peers = peers_new(rows, G_N_ELEMENTS(rows));
+	struct gate *g = gate_new();
+	unsigned int flood = 0, good = 0, asked = 0;
+	double t0 = 1000;
+
+	gate_index(g, IFX, peers, G_N_ELEMENTS(rows), t0);
+	for (unsigned int ms = 0; ms < 10000; ms++) {
+		double now = t0 + ms / 1000.0;
+
+		if (ms % 1000 == 999)
+			gate_index(g, IFX, peers, G_N_ELEMENTS(rows), now);
+		for (unsigned int i = 0; i < 10; i++) {
+			char a[32];
+
+			snprintf(a, sizeof(a), "10.1.0.%u", 1 + (ms * 10 + i) % 100);
+			flood += gate_send(g, a, GATE_PROBE, now) == 0;
+		}
+		if (ms % 50 == 0) {
+			asked++;
+			good += gate_send(g, "10.0.0.2", GATE_PROBE, now) == 0;
+		}
+	}
+	g_assert_cmpuint(asked, ==, 200);
+	check(good == asked, "the good client's probes: %u of %u answered", good, asked);
+	check(flood <= PROBE_BURST + 10 * PROBE_PER_SECOND + 1,
+	      "the flood got %u answers, more than its peer's budget", flood);
+	check(flood >= PROBE_BURST + 10 * PROBE_PER_SECOND - 1, "the flood got only %u", flood);
+	peers_free(peers, G_N_ELEMENTS(rows));
+	gate_free(g);
+}
+
+/*
+ * Everyone's budget: 30 peers within their own bursts use up the second's
+ * 100 rate requests; the next second has 100 again. A peer over its own
+ * budget takes nothing of everyone's.
+ */
+static void test_gate_shared(void)
+{
+	struct peer_row rows[30];
+	char addrs[30][16];
+	struct wg_peer *peers;
+	struct gate *g = gate_new();
+	uint8_t key[WG_KEY_LEN];
+	unsigned int ok = 0, busy = 0;
+	double t = 2000.25;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
+		snprintf(addrs[i], sizeof(addrs[i]), "10.0.%zu.1", i);
+		memset(&rows[i], 0, sizeof(rows[i]));
+		rows[i].allowed[0] = g_strdup_printf("%s/32", addrs[i]);
+	}
+	peers = peers_new(rows, G_N_ELEMENTS(rows));
+	gate_index(g, IFX, peers, G_N_ELEMENTS(rows), t);
+	/* peer 0 spends its own burst, then asks 500 times more: refused as its own */
+	for (unsigned int i = 0; i < RATE_BURST; i++)
+		g_assert_cmpint(gate_send(g, addrs[0], GATE_RATE, t), ==, 0);
+	for (unsigned int i = 0; i < 500; i++)
+		g_assert_cmpint(gate_send(g, addrs[0], GATE_RATE, t), ==, -EDQUOT);
+	for (size_t i = 1; i < G_N_ELEMENTS(rows); i++) {
+		for (unsigned int j = 0; j < RATE_BURST; j++) {
+			int r = gate_send(g, addrs[i], GATE_RATE, t);
+
+			ok += r == 0;
+			busy += r == -EBUSY;
+		}
+	}
+	/* 10 of peer 0's and 90 more: the 500 refused took none */
+	g_assert_cmpuint(ok, ==, GATE_RATES_PER_SECOND - RATE_BURST);
+	g_assert_cmpuint(busy, ==, (G_N_ELEMENTS(rows) - 1) * RATE_BURST - ok);
+	/* the probes' budget is apart */
+	g_assert_cmpint(gate_send(g, addrs[29], GATE_PROBE, t), ==, 0);
+	/* the next second: everyone's budget again, the peers' own as they refilled */
+	g_assert_cmpint(gate_send(g, addrs[29], GATE_RATE, t + 1), ==, 0);
+	/* and a peer no index holds is charged to nobody */
+	memset(key, 0xee, sizeof(key));
+	g_assert_cmpint(gate_take(g, IFX + 1, key, GATE_RATE, t + 1), ==, -EDQUOT);
+	for (size_t i = 0; i < G_N_ELEMENTS(rows); i++)
+		g_free((char *)rows[i].allowed[0]);
+	peers_free(peers, G_N_ELEMENTS(rows));
+	gate_free(g);
+}
+
+/* A new dump is no refill for a peer still there; a peer gone loses its budget. */
+static void test_gate_keeps(void)
+{
+	static const struct peer_row rows[] = {
+		{ { "10.0.0.2/32" } },
+		{ { "10.0.0.3/32" } },
+	};
+	struct wg_peer *peers = peers_new(rows, G_N_ELEMENTS(rows));
+	struct gate *g = gate_new();
+	double t = 300;
+
+	gate_index(g, IFX, peers, 2, t);
+	for (unsigned int i = 0; i < RATE_BURST; i++) {
+		g_assert_cmpint(gate_send(g, "10.0.0.2", GATE_RATE, t), ==, 0);
+		g_assert_cmpint(gate_send(g, "10.0.0.3", GATE_RATE, t), ==, 0);
+	}
+	g_assert_cmpint(gate_send(g, "10.0.0.2", GATE_RATE, t), ==, -EDQUOT);
+	/* dumped again: still spent */
+	gate_index(g, IFX, peers, 2, t);
+	g_assert_cmpint(gate_send(g, "10.0.0.2", GATE_RATE, t), ==, -EDQUOT);
+	/* peer 1 removed, then back: a new peer, its burst whole */
+	gate_index(g, IFX, peers, 1, t);
+	gate_index(g, IFX, peers, 2, t);
+	g_assert_cmpint(gate_send(g, "10.0.0.3", GATE_RATE, t), ==, 0);
+	peers_free(peers, G_N_ELEMENTS(rows));
+	gate_free(g);
 }
 
 static void test_lease_next_end(void)
@@ -673,6 +911,11 @@ int main(int argc, char **argv)
 	g_test_add_func("/channel/bucket/probe", test_probe_bucket);
 	g_test_add_func("/channel/bucket/gap", test_bucket_gap);
 	g_test_add_func("/channel/bucket/backwards", test_bucket_backwards);
+	g_test_add_func("/channel/gate/index", test_gate_index);
+	g_test_add_func("/channel/gate/rate-flood", test_gate_rate_flood);
+	g_test_add_func("/channel/gate/probe-flood", test_gate_probe_flood);
+	g_test_add_func("/channel/gate/shared", test_gate_shared);
+	g_test_add_func("/channel/gate/keeps", test_gate_keeps);
 	g_test_add_func("/channel/lease/next-end", test_lease_next_end);
 	g_test_add_func("/channel/lease/parse", test_lease_parse);
 	g_test_add_func("/channel/lease/parse-max", test_lease_parse_max);

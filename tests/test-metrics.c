@@ -117,6 +117,7 @@ static char *exposition(void)
 	metrics_add_client(m, "wg0", &rec);
 	metrics_add_view(m, &b);
 	metrics_add_gone(m, "wg9");
+	metrics_add_gone(m, "wg\xff\xfe"); /* not UTF-8: Prometheus' parser must read it all the same */
 	metrics_finish(m, out);
 	g_array_free(b.peers, TRUE);
 	return g_string_free(out, FALSE);
@@ -203,6 +204,62 @@ static void test_lines(void)
 	assert_families_whole(t);
 }
 
+/*
+ * Issue 28: label values must be UTF-8, and an interface name is any bytes.
+ * Valid sequences pass as they are; a stray byte comes out as the text
+ * \xNN (its backslash escaped as the format wants).
+ */
+static void test_utf8(void)
+{
+	static const struct {
+		const char *name, *line;
+	} cases[] = {
+		{ "wg\xff\xfe", "wgshape_interface_present{interface=\"wg\\\\xff\\\\xfe\"} 0" },
+		{ "caf\xc3\xa9", "wgshape_interface_present{interface=\"caf\xc3\xa9\"} 0" },
+		/* a sequence cut short, then a quote */
+		{ "x\xe2\x82\"", "wgshape_interface_present{interface=\"x\\\\xe2\\\\x82\\\"\"} 0" },
+		/* an overlong '/' (0xc0 0xaf) and a surrogate (0xed 0xa0 0x80) are no UTF-8 */
+		{ "a\xc0\xaf", "wgshape_interface_present{interface=\"a\\\\xc0\\\\xaf\"} 0" },
+		{ "\xed\xa0\x80z", "wgshape_interface_present{interface=\"\\\\xed\\\\xa0\\\\x80z\"} 0" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct metrics *m = metrics_new();
+		g_autoptr(GString) out = g_string_new(NULL);
+
+		metrics_add_gone(m, cases[i].name);
+		metrics_finish(m, out);
+		g_assert_true(g_utf8_validate(out->str, (gssize)out->len, NULL));
+		ASSERT_LINE(out->str, cases[i].line);
+	}
+}
+
+/*
+ * Issue 28: a metrics-file the daemon cannot write again keeps its old
+ * figures; the time they were read, in the file, says how old they are.
+ */
+static void test_updated(void)
+{
+	g_autoptr(GString) out = g_string_new(NULL);
+	char *none[] = { NULL };
+	const char *at;
+	double now = (double)g_get_real_time() / G_USEC_PER_SEC, t;
+	struct metrics *m = metrics_new();
+	g_autoptr(GString) fixed = g_string_new(NULL);
+
+	/* nothing to read but the time: no netlink needed */
+	g_assert_cmpint(metrics_collect(NULL, "/nonexistent", none, out), ==, 0);
+	ASSERT_LINE(out->str, "# TYPE wgshape_metrics_updated_timestamp_seconds gauge");
+	at = strstr(out->str, "\nwgshape_metrics_updated_timestamp_seconds ");
+	g_assert_nonnull(at);
+	t = g_ascii_strtod(at + strlen("\nwgshape_metrics_updated_timestamp_seconds "), NULL);
+	g_assert_cmpfloat(t, >=, now - 1);
+	g_assert_cmpfloat(t, <=, now + 60);
+	metrics_add_time(m, 1764860000.25);
+	metrics_finish(m, fixed);
+	ASSERT_LINE(fixed->str, "wgshape_metrics_updated_timestamp_seconds 1764860000.250");
+}
+
 /* Nothing shaped: nothing at all, which is a valid exposition too. */
 static void test_empty(void)
 {
@@ -265,5 +322,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/metrics/lines", test_lines);
 	g_test_add_func("/metrics/empty", test_empty);
 	g_test_add_func("/metrics/adapter-state", test_adapter_state);
+	g_test_add_func("/metrics/utf8", test_utf8);
+	g_test_add_func("/metrics/updated", test_updated);
 	return g_test_run();
 }

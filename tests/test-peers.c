@@ -209,6 +209,47 @@ static void test_prefix(void)
 	g_assert_cmpint(wg_key_from_base64(NULL, back), ==, -EINVAL);
 }
 
+/*
+ * Issue 28: the 44th character but one carries 4 bits of the key and 2 that
+ * must be zero; `wg` refuses a key whose unused bits are set, and so do we
+ * (one key, one spelling: a [peer] must match WireGuard's own). Those
+ * refused decode to a key another, canonical, spelling gives.
+ */
+static void test_key_canonical(void)
+{
+	static const struct {
+		const char *b64;
+		int want;
+	} cases[] = {
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", 0 },
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB=", -EINVAL }, /* low bits 01 */
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAC=", -EINVAL }, /* 10 */
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAD=", -EINVAL }, /* 11 */
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAE=", 0 }, /* 4 bits of key: 0x01 */
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/=", -EINVAL }, /* 63: 11 */
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA8=", 0 }, /* 60: 00 */
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA9=", -EINVAL },
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAz=", -EINVAL }, /* 51 */
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAw=", 0 }, /* 48 */
+	};
+	uint8_t key[WG_KEY_LEN];
+	char back[45];
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		int r = wg_key_from_base64(cases[i].b64, key);
+
+		if (r != cases[i].want) {
+			g_test_fail_printf("%s: %d, not %d", cases[i].b64, r, cases[i].want);
+			continue;
+		}
+		/* what is taken is spelled back as it came */
+		if (!r) {
+			wg_key_to_base64(key, back);
+			g_assert_cmpstr(back, ==, cases[i].b64);
+		}
+	}
+}
+
 /* The kernel as the plan would leave it: every class with its leaf, every filter. */
 struct fake_kernel {
 	GArray *classes, *qdiscs, *filters;
@@ -391,6 +432,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/peers/cap", test_plan_cap);
 	g_test_add_func("/peers/overlap", test_plan_overlap);
 	g_test_add_func("/peers/prefix-and-key", test_prefix);
+	g_test_add_func("/peers/key-canonical", test_key_canonical);
 	g_test_add_func("/peers/diff", test_diff);
 	g_test_add_func("/peers/state", test_state);
 	return g_test_run();

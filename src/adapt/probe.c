@@ -34,13 +34,18 @@ static uint64_t mono_ns(void)
 
 void adapt_owd_compute(struct adapt_owd *o)
 {
-	uint64_t held = 0;
+	uint64_t rtt = o->back_ns - o->sent_ns, held = o->tx_ns - o->rx_ns;
 
-	/* a far end that gave no times, or times that go backwards, gave none */
-	o->stamped = o->rx_ns && o->tx_ns >= o->rx_ns;
-	if (o->stamped)
-		held = o->tx_ns - o->rx_ns;
-	o->rtt_ns = (int64_t)(o->back_ns - o->sent_ns) - (int64_t)held;
+	/*
+	 * A far end that gave no times, times that go backwards, or a probe
+	 * held longer than its whole round trip took, gave none: garbage
+	 * (tx - rx past 2^63 overflowed here) that would make the delays so.
+	 */
+	o->stamped = o->rx_ns && o->tx_ns >= o->rx_ns && held <= rtt;
+	if (!o->stamped)
+		held = 0;
+	/* unsigned, which wraps: the far end's clock is any offset from ours */
+	o->rtt_ns = (int64_t)(rtt - held);
 	o->up_ns = o->stamped ? (int64_t)(o->rx_ns - o->sent_ns) : 0;
 	o->down_ns = o->stamped ? (int64_t)(o->back_ns - o->tx_ns) : 0;
 }

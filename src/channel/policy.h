@@ -67,7 +67,7 @@ bool rate_bucket_take(struct rate_bucket *b, double now);
 /*
  * Timed probes (proto/tune.h) cost no netlink dump, and a client probes up
  * to 20 times a second under load: PROBE_BURST at once, then PROBE_PER_SECOND
- * a second, per source. The same bucket, its own budget.
+ * a second, per peer. The same bucket, its own budget.
  */
 #define PROBE_BURST 50u
 #define PROBE_PER_SECOND 25.0

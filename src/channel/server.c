@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <glib.h>
 
+#include "channel/gate.h"
 #include "channel/policy.h"
 #include "channel/server.h"
 #include "proto/tune.h"
@@ -17,12 +18,8 @@
 #include "util/addr.h"
 #include "util/log.h"
 
-/* Every datagram costs two netlink dumps: at most this many a second, from everyone. */
-#define SERVER_PER_SECOND 100
-/* Timed probes cost no dump: at most this many a second, from everyone. */
-#define PROBES_PER_SECOND 2000
-/* Sources remembered for the early per-source limit; past it, the table starts again. */
-#define SOURCES_MAX 4096
+/* Interfaces remembered as WireGuard or not; past it, the table starts again. */
+#define KINDS_MAX 4096
 
 struct rate_server {
 	struct netlink *nl;
@@ -30,14 +27,8 @@ struct rate_server {
 	unsigned int port;
 	rate_decide_fn decide;
 	void *ud;
-	GHashTable *buckets; /* "ifname/key" -> struct rate_bucket: per peer */
-	GHashTable *sources; /* "ifindex/address" -> struct rate_bucket: before the dumps */
+	struct gate *gate; /* each datagram's peer, and its budgets (channel/gate.h) */
 	GHashTable *kinds; /* ifindex -> struct link_kind: is it WireGuard, as last looked */
-	gint64 second; /* the second (monotonic) counted ... */
-	unsigned int in_second; /* ... and the datagrams handled in it */
-	GHashTable *probers; /* "ifindex/address" -> struct rate_bucket: timed probes */
-	gint64 probe_second;
-	unsigned int probes_in_second;
 };
 
 /* What an interface was when last looked at (at most a second ago). */
@@ -129,10 +120,8 @@ int rate_server_open(struct netlink *nl, unsigned int port, rate_decide_fn decid
 		log_warn("rate channel: IPv4 port %u: %s; IPv6 only", port, strerror(-r4));
 	if (r6 < 0 && r6 != -EAFNOSUPPORT)
 		log_warn("rate channel: IPv6 port %u: %s; IPv4 only", port, strerror(-r6));
-	s->buckets = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-	s->sources = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	s->gate = gate_new();
 	s->kinds = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-	s->probers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	*out = s;
 	return 0;
 }
@@ -150,10 +139,8 @@ void rate_server_close(struct rate_server *s)
 	for (int i = 0; i < 2; i++)
 		if (s->fd[i] >= 0)
 			close(s->fd[i]);
-	g_hash_table_unref(s->buckets);
-	g_hash_table_unref(s->sources);
+	gate_free(s->gate);
 	g_hash_table_unref(s->kinds);
-	g_hash_table_unref(s->probers);
 	g_free(s);
 }
 
@@ -244,7 +231,7 @@ static bool wireguard_link(struct rate_server *s, int ifindex)
 	if (k && now - k->at < G_USEC_PER_SEC)
 		return k->wireguard;
 	if (!k) {
-		if (g_hash_table_size(s->kinds) >= SOURCES_MAX)
+		if (g_hash_table_size(s->kinds) >= KINDS_MAX)
 			g_hash_table_remove_all(s->kinds);
 		k = g_new0(struct link_kind, 1);
 		g_hash_table_insert(s->kinds, GINT_TO_POINTER(ifindex), k);
@@ -255,19 +242,53 @@ static bool wireguard_link(struct rate_server *s, int ifindex)
 	return k->wireguard;
 }
 
-/* The limit per bucket key (a peer, or a source address), kept in table. */
-static bool bucket_take(GHashTable *table, const char *key,
-			bool (*take)(struct rate_bucket *b, double now))
+static double now_s(void)
 {
-	struct rate_bucket *b = g_hash_table_lookup(table, key);
+	return (double)g_get_monotonic_time() / G_USEC_PER_SEC;
+}
 
-	if (!b) {
-		if (g_hash_table_size(table) >= SOURCES_MAX)
-			g_hash_table_remove_all(table); /* a fresh start beats unbounded memory */
-		b = g_new0(struct rate_bucket, 1);
-		g_hash_table_insert(table, g_strdup(key), b);
+/*
+ * Put ifindex's peers in the gate's index from one dump (none when the dump
+ * fails: it is not tried again for every datagram). peers and n, when not
+ * NULL, get the dump for the caller to use and free.
+ */
+static void gate_dump(struct rate_server *s, int ifindex, struct wg_peer **peers, size_t *n)
+{
+	char ifname[IF_NAMESIZE];
+	struct wg_peer *p = NULL;
+	size_t np = 0;
+
+	if (!if_indextoname((unsigned int)ifindex, ifname) ||
+	    netlink_wg_peers(s->nl, ifname, &p, &np) < 0) {
+		wg_peers_free(p, np);
+		p = NULL;
+		np = 0;
 	}
-	return take(b, (double)g_get_monotonic_time() / G_USEC_PER_SEC);
+	gate_index(s->gate, ifindex, p, np, now_s());
+	if (peers) {
+		*peers = p;
+		*n = np;
+	} else {
+		wg_peers_free(p, np);
+	}
+}
+
+/*
+ * The peer d came from (its key in key), and one datagram of kind charged to
+ * it: 0, or -errno when d goes no further (no or no one peer holds its
+ * source, -EDQUOT: the peer's own budget is spent, -EBUSY: everyone's). Costs
+ * at most one dump of the interface's peers, when the index is stale.
+ */
+static int charge(struct rate_server *s, const struct dgram *d, const uint8_t *src,
+		  enum gate_kind kind, uint8_t key[WG_KEY_LEN])
+{
+	int r = gate_peer(s->gate, d->ifindex, d->family, src, now_s(), key);
+
+	if (r == -ESTALE) {
+		gate_dump(s, d->ifindex, NULL, NULL);
+		r = gate_peer(s->gate, d->ifindex, d->family, src, now_s(), key);
+	}
+	return r < 0 ? r : gate_take(s->gate, d->ifindex, key, kind, now_s());
 }
 
 /* The answer goes back from the address the request was sent to, out of the tunnel. */
@@ -310,46 +331,24 @@ static void reply(int fd, const struct dgram *d, const uint8_t *out, size_t len)
 		log_debug("rate channel: answer: %s", strerror(errno));
 }
 
-/* Under limit for everyone together in this second, counted in *second and *in_second? */
-static bool second_take(gint64 *second, unsigned int *in_second, unsigned int limit)
-{
-	gint64 sec = g_get_monotonic_time() / G_USEC_PER_SEC;
-
-	if (sec != *second) {
-		*second = sec;
-		*in_second = 0;
-	}
-	return (*in_second)++ < limit;
-}
-
-static bool server_take(struct rate_server *s)
-{
-	return second_take(&s->second, &s->in_second, SERVER_PER_SECOND);
-}
-
 /*
  * A timed probe (proto/tune.h), for a client's continuous adaptation: the
  * request becomes its answer in place, with when it came and when it left.
  * WireGuard has already checked that its source is in the sending peer's
  * AllowedIPs and the socket filter dropped the host's own, so a probe needs
- * only to have come in on a WireGuard interface: no peer lookup, no dump, as
- * a client probes up to 20 times a second. Plain probes and answers get
- * nothing (the daemon is no general echo).
+ * only to have come in on a WireGuard interface and to be within its peer's
+ * budget (named by the gate's index: no dump of its own, as a client probes
+ * up to 20 times a second). Plain probes and answers get nothing (the daemon
+ * is no general echo).
  */
 static void answer_probe(struct rate_server *s, int fd, struct dgram *d,
-			 const struct tune_probe *p)
+			 const struct tune_probe *p, const uint8_t *src)
 {
-	char from[ADDR_STR_SIZE];
-	g_autofree char *key = NULL;
+	uint8_t key[WG_KEY_LEN];
 
 	if (p->type != TUNE_PROBE_REQUEST || !p->timed)
 		return;
-	if (!wireguard_link(s, d->ifindex))
-		return;
-	addr_str((const struct sockaddr *)&d->from, false, from, sizeof(from));
-	key = g_strdup_printf("%d/%s", d->ifindex, from);
-	if (!bucket_take(s->probers, key, probe_bucket_take) ||
-	    !second_take(&s->probe_second, &s->probes_in_second, PROBES_PER_SECOND))
+	if (!wireguard_link(s, d->ifindex) || charge(s, d, src, GATE_PROBE, key) < 0)
 		return;
 	if (tune_probe_answer(d->buf, d->len, d->rx_ns,
 			      (uint64_t)g_get_monotonic_time() * 1000) == 0)
@@ -366,8 +365,7 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 	struct tune_probe probe;
 	struct wg_peer *peers = NULL;
 	size_t n = 0;
-	uint8_t out[RATE_MSG_SIZE];
-	g_autofree char *bucket_key = NULL, *source_key = NULL;
+	uint8_t out[RATE_MSG_SIZE], key[WG_KEY_LEN];
 	int r, who;
 
 	/* Cheap checks first: a datagram no client sends costs nothing more. */
@@ -376,31 +374,39 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 	r = tune_probe_parse(d->buf, d->len, &probe);
 	if (r != -EBADMSG) { /* a probe (of a version of ours or not) */
 		if (r == 0)
-			answer_probe(s, fd, d, &probe);
+			answer_probe(s, fd, d, &probe, src);
 		return;
 	}
 	r = rate_msg_parse(d->buf, d->len, &req);
 	if ((r < 0 && r != -EPROTONOSUPPORT) || req.type != RATE_REQUEST)
 		return; /* never answer an answer: no loops between two daemons */
-	/* Only then the budgets, so that nothing from outside the tunnels spends them. */
+	/*
+	 * Only then the budgets, so that nothing from outside the tunnels
+	 * spends them; the peer's own first, before any dump of ours, so that
+	 * a client asking from many of its addresses spends only its own.
+	 */
 	if (!wireguard_link(s, d->ifindex))
 		return;
-	addr_str((const struct sockaddr *)&d->from, false, from, sizeof(from));
-	source_key = g_strdup_printf("%d/%s", d->ifindex, from);
-	if (!bucket_take(s->sources, source_key, rate_bucket_take)) {
-		log_debug("rate channel: ifindex %d: source %s asks too often; dropped",
-			  d->ifindex, from);
+	addr_str((const struct sockaddr *)&d->from, true, from, sizeof(from));
+	who = charge(s, d, src, GATE_RATE, key);
+	if (who < 0) {
+		log_debug("rate channel: ifindex %d: request from %s: %s; dropped", d->ifindex,
+			  from, who == -EDQUOT ? "its peer asks too often" :
+			  who == -EBUSY ? "the server's budget for this second is spent" :
+			  who == -ENOTUNIQ ? "in more than one peer's AllowedIPs" :
+					     "in no peer's AllowedIPs");
 		return;
 	}
-	if (!server_take(s) || !if_indextoname((unsigned int)d->ifindex, ifname))
-		return;
-	addr_str((const struct sockaddr *)&d->from, true, from, sizeof(from));
-	if (netlink_wg_peers(s->nl, ifname, &peers, &n) < 0) {
-		log_debug("rate channel: %s from %s: not a WireGuard interface; dropped", ifname,
-			  from);
+	/* The dump that decides, also the index's next. */
+	gate_dump(s, d->ifindex, &peers, &n);
+	if (!n || !if_indextoname((unsigned int)d->ifindex, ifname)) {
+		wg_peers_free(peers, n);
 		return;
 	}
 	who = peer_by_source(peers, n, d->family, src);
+	/* its AllowedIPs moved between the index and now: charged to another peer */
+	if (who >= 0 && memcmp(peers[who].key, key, WG_KEY_LEN))
+		who = -ESTALE;
 	if (who >= 0 && !addresses_ok(s->nl, d, src))
 		who = -EADDRNOTAVAIL;
 	if (who < 0) {
@@ -408,17 +414,12 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 			  who == -ENOTUNIQ ? "in more than one peer's AllowedIPs" :
 			  who == -EADDRNOTAVAIL ? "not to the interface's own address, or from "
 						  "this host" :
+			  who == -ESTALE ? "its peer changed since the last look" :
 						  "in no peer's AllowedIPs");
 		wg_peers_free(peers, n);
 		return;
 	}
 	wg_key_to_base64(peers[who].key, keytext);
-	bucket_key = g_strdup_printf("%s/%s", ifname, keytext);
-	if (!bucket_take(s->buckets, bucket_key, rate_bucket_take)) {
-		log_debug("rate channel: %s: peer %s asks too often; dropped", ifname, keytext);
-		wg_peers_free(peers, n);
-		return;
-	}
 	ans.type = RATE_ANSWER;
 	ans.token = req.token;
 	if (r == -EPROTONOSUPPORT) {

@@ -10,7 +10,7 @@
  * carries datagrams, identifies the peer and rate-limits it. The same
  * sockets answer timed probes (proto/tune.h) that came in on a WireGuard
  * interface, stamped with the daemon's receive and send times, at most
- * PROBE_PER_SECOND a second per source (channel/policy.h): the far end's
+ * PROBE_PER_SECOND a second per peer (channel/gate.h): the far end's
  * clock for a client's continuous adaptation.
  */
 #ifndef WGSHAPE_CHANNEL_SERVER_H

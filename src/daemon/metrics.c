@@ -41,6 +41,7 @@ enum family {
 	F_ADAPT_LOST,
 	F_CLIENT,
 	F_PRESENT,
+	F_UPDATED,
 	F_COUNT,
 };
 
@@ -95,6 +96,9 @@ static const struct {
 		       "The download rate the server applied for this client (the rate channel)." },
 	[F_PRESENT] = { "wgshape_interface_present", "gauge",
 			"1 for an interface wgshape shapes, 0 when it is gone since." },
+	[F_UPDATED] = { "wgshape_metrics_updated_timestamp_seconds", "gauge",
+			"When these figures were read (seconds since the epoch): a metrics-file "
+			"the daemon could not write again keeps an old one." },
 };
 
 struct metrics {
@@ -106,16 +110,30 @@ struct metrics *metrics_new(void)
 	return g_new0(struct metrics, 1);
 }
 
-/* A label value as the format wants it: \ " and newline escaped. */
+/*
+ * A label value as the format wants it: \ " and newline escaped, and UTF-8
+ * (the format allows nothing else; an interface name is any bytes): a byte
+ * that is not part of a valid sequence comes out as the text \xNN.
+ */
 static void append_value(GString *s, const char *v)
 {
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			g_string_append_c(s, '\\');
-		if (*v == '\n')
-			g_string_append(s, "\\n");
-		else
-			g_string_append_c(s, *v);
+	const char *end = v + strlen(v);
+
+	while (v < end) {
+		const gchar *bad;
+
+		if (g_utf8_validate(v, end - v, &bad))
+			bad = end;
+		for (; v < bad; v++) {
+			if (*v == '\\' || *v == '"')
+				g_string_append_c(s, '\\');
+			if (*v == '\n')
+				g_string_append(s, "\\n");
+			else
+				g_string_append_c(s, *v);
+		}
+		if (v < end)
+			g_string_append_printf(s, "\\\\x%02x", (unsigned char)*v++);
 	}
 }
 
@@ -287,6 +305,15 @@ void metrics_add_client(struct metrics *m, const char *ifname, const struct rate
 	put_u64(m, F_CLIENT, l, r->rate);
 }
 
+void metrics_add_time(struct metrics *m, double now)
+{
+	const struct label none[] = { { NULL, NULL } };
+	char b[40];
+
+	snprintf(b, sizeof(b), "%.3f", now);
+	put(m, F_UPDATED, none, b);
+}
+
 void metrics_finish(struct metrics *m, GString *out)
 {
 	for (int f = 0; f < F_COUNT; f++) {
@@ -332,6 +359,7 @@ int metrics_collect(struct netlink *nl, const char *statedir, char **names, GStr
 			metrics_add_adapt(m, *n, &adapt);
 	}
 	g_strfreev(known);
+	metrics_add_time(m, (double)g_get_real_time() / G_USEC_PER_SEC);
 	metrics_finish(m, out);
 	return status;
 }

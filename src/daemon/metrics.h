@@ -34,6 +34,11 @@
  *     wgshape_client_download_bytes_per_second (what the server applied)
  *   per interface wgshape shapes (interface):
  *     wgshape_interface_present (0: gone since it was shaped)
+ *   once:
+ *     wgshape_metrics_updated_timestamp_seconds (when read: a metrics-file
+ *                                              not written again shows its age)
+ * A label value that is not valid UTF-8 (an interface name is any bytes)
+ * has each stray byte as the text \xNN.
  */
 #ifndef WGSHAPE_DAEMON_METRICS_H
 #define WGSHAPE_DAEMON_METRICS_H
@@ -57,6 +62,8 @@ void metrics_add_gone(struct metrics *m, const char *ifname);
 void metrics_add_adapt(struct metrics *m, const char *ifname, const struct adapter_state *st);
 /* What this host asked its server for (the rate channel's record). */
 void metrics_add_client(struct metrics *m, const char *ifname, const struct rate_record *r);
+/* When the figures were read, now in seconds since the epoch (metrics_collect adds it). */
+void metrics_add_time(struct metrics *m, double now);
 /* Append the exposition to out, and free m. */
 void metrics_finish(struct metrics *m, GString *out);
 

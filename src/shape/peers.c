@@ -49,6 +49,13 @@ int wg_key_from_base64(const char *s, uint8_t key[WG_KEY_LEN])
 	raw = g_base64_decode(s, &n);
 	if (!raw || n != WG_KEY_LEN)
 		return -EINVAL;
+	/*
+	 * The last character's 2 low bits are no part of the key: set, the
+	 * spelling is not the key's (wg refuses it, and a [peer] spelled so
+	 * would name a key WireGuard shows otherwise).
+	 */
+	if (strchr("AEIMQUYcgkosw048", s[42]) == NULL)
+		return -EINVAL;
 	memcpy(key, raw, WG_KEY_LEN);
 	return 0;
 }

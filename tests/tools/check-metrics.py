@@ -99,6 +99,9 @@ def unit(exe):
            and dict(ls).get("interface") == "wg0"]
     check(got and all("peer" not in dict(ls) for ls in got), "no peer label on wg0's cakes")
     expect(samples, 'wgshape_interface_present{interface="wg9"} 0')
+    # an interface name that is not UTF-8: its stray bytes as the text \xNN
+    got = find(samples, "wgshape_interface_present", {"interface": "wg\\xff\\xfe"})
+    check(got == [0.0], "a name that is not UTF-8 reads back escaped (%s)" % got)
     expect(samples, 'wgshape_adapt_delay_seconds{interface="wg0",direction="egress"} 0.0136')
 
 

@@ -13,7 +13,9 @@
 # most the burst; a lease lapses back to the configured rate, and survives
 # a daemon restart; `default`; refused without client-download; nothing
 # with rate-port = 0; IPv6; timed probes answered on the same port, from
-# the tunnel only, and rate-limited. srv's classes are read with tc's text output
+# the tunnel only, and rate-limited; a client flooding requests and probes
+# from 64 or 100 of its addresses (a routed /24) gets its one peer's
+# budget and the other client every answer. srv's classes are read with tc's text output
 # (tc -j gives nothing for an HTB root with a size table here), the raw
 # datagrams sent with a small python3 program.
 . "$(dirname "$0")/lib.sh"
@@ -110,6 +112,7 @@ p.add_argument("--count", type=int, default=1); p.add_argument("--wait", type=fl
 p.add_argument("--freebind", action="store_true")
 p.add_argument("--timed", action="store_true")  # timed probes (proto/tune.h), not requests
 p.add_argument("--untimed", action="store_true")  # plain probes
+p.add_argument("--every", type=float, default=0)  # seconds between sends (a client's pace)
 a = p.parse_args()
 fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
 s = socket.socket(fam, socket.SOCK_DGRAM)
@@ -130,6 +133,8 @@ for i in range(a.count):
     else:
         msg = struct.pack(">IBBBBIIQQ", 0x77677372, 1, a.type, status, 0, t, 0, a.rate, 0)
     s.sendto(msg, (a.dst, 4781))
+    if a.every:
+        time.sleep(a.every)
 got, status, first, t0 = set(), "none", None, time.monotonic()
 stamped = 0
 end = t0 + a.wait
@@ -159,6 +164,60 @@ else:
 if first is not None:
     print("first answer after %.0f ms" % first)
 PY
+# A flood: requests (or timed probes, --timed) to DST port 4781 from N
+# addresses BASE1..BASEN in turn, PER_SECOND a second (as near as Python
+# gets) for SECONDS: "flooding" after its first second, then "sent S answers
+# A seconds T", the answers that came back and how long it took (a busy VM
+# runs late).
+cat >"$LAB_TMP/rate-flood.py" <<'PY'
+import argparse, os, select, socket, struct, time
+p = argparse.ArgumentParser()
+p.add_argument("dst"); p.add_argument("base"); p.add_argument("n", type=int)
+p.add_argument("--per-second", type=float, default=1000); p.add_argument("--seconds", type=float, default=10)
+p.add_argument("--timed", action="store_true"); p.add_argument("--rate", type=int, default=0)
+a = p.parse_args()
+socks = []
+for i in range(a.n):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setblocking(False)
+    s.bind((a.base + str(i + 1), 0))
+    socks.append(s)
+def msg(i):
+    t = struct.unpack(">I", os.urandom(4))[0]
+    if a.timed:
+        return struct.pack(">IIIBBBBQQQ", 0x77677370, t, i, 1, 0, 1, 0, time.time_ns(), 0, 0)
+    return struct.pack(">IBBBBIIQQ", 0x77677372, 1, 0, 0, 0, t, 0, a.rate, 0)
+def drain(wait):
+    n = 0
+    for s in select.select(socks, [], [], wait)[0]:
+        while True:
+            try:
+                d = s.recv(256)
+            except BlockingIOError:
+                break
+            n += len(d) in (32, 40)
+    return n
+sent = got = 0
+said = False
+t0 = time.monotonic()
+while time.monotonic() - t0 < a.seconds:
+    if not said and time.monotonic() - t0 >= 1:
+        print("flooding", flush=True)
+        said = True
+    due = int((time.monotonic() - t0) * a.per_second)
+    while sent < due:
+        try:
+            socks[sent % a.n].sendto(msg(sent), (a.dst, 4781))
+        except BlockingIOError:
+            pass
+        sent += 1
+    got += drain(0.001)
+end = time.monotonic() + 1.5
+while time.monotonic() < end:
+    got += drain(0.1)
+print("sent %d answers %d seconds %.1f" % (sent, got, time.monotonic() - t0))
+PY
+
 # probe NS ARGS...: the program above in NS; PROBE its output.
 probe() {
 	local ns=$1
@@ -377,6 +436,63 @@ else
 	fail "200 quick timed probes from cli2: expected 50..80 answers, found '$n'"
 fi
 expect_eq "after the probes: cli's class ceil unchanged" 15Mbit "$(class_field "$C1" ceil)"
+
+step "j: one client floods from many of its addresses; the other is not starved"
+# cli2's AllowedIPs get a routed /24, and cli2 100 addresses in it: one
+# peer, many sources (issue 28: this took the server's shared budgets)
+FLOOD_NET=10.201.0
+inns srv wg set wg0 peer "$CLI2_KEY" allowed-ips "$CLI2_TUN4/32,$CLI2_TUN6/128,$FLOOD_NET.0/24"
+ip -n srv route add "$FLOOD_NET.0/24" dev wg0
+for i in $(seq 1 100); do echo "addr add $FLOOD_NET.$i/32 dev wg0"; done | ip -n cli2 -batch -
+# requests: 64 sources, 1,000 a second for 11 s; cli asks 9 times, a second apart
+inns cli2 "$PY" "$LAB_TMP/rate-flood.py" "$SRV_TUN4" "$FLOOD_NET." 64 --per-second 1000 \
+	--seconds 11 --rate "$(rate_bytes 9mbit)" >"$LAB_TMP/flood.out" 2>&1 &
+FPID=$!
+# under way before cli asks (it runs 11 s; cli's asks take 9 and a bit)
+wait_for 10 "$LAB_TMP/flood.out" 0 grep -q -m1 flooding || die "no flood: $(cat "$LAB_TMP/flood.out")"
+probe cli "$SRV_TUN4" --count 9 --every 1 --wait 1 --rate "$(rate_bytes 15mbit)"
+wait "$FPID" || true
+FLOOD=$(tail -1 "$LAB_TMP/flood.out")
+info "the flood from cli2: $FLOOD"
+FIG+=("requests: cli2 flooding from 64 addresses: $FLOOD; cli: $PROBE of 9")
+expect_eq "cli's 9 requests, a second apart, during cli2's flood" "answers 9 status 1" "$PROBE"
+n=$(awk '{ print $4 }' <<<"$FLOOD")
+# its peer's budget over the flood's time: 10 at once, 4 a second
+max=$(awk '{ printf "%d", 10 + 4 * $6 + 1 }' <<<"$FLOOD")
+if [ -n "$n" ] && [ "$n" -ge 1 ] && [ "$n" -le "${max:-0}" ]; then
+	pass "cli2's flood from 64 addresses: $n answers (its peer's budget, 10 + 4/s)"
+else
+	fail "cli2's flood from 64 addresses: expected 1..$max answers (its peer's budget), found '$n'"
+fi
+expect_match "daemon log: cli2's flood charged to its peer" 'its peer asks too often; dropped' \
+	"$(cat "$DLOG")"
+# timed probes: 100 sources as fast as they go for 10 s; cli probes 20 a second
+inns cli2 "$PY" "$LAB_TMP/rate-flood.py" "$SRV_TUN4" "$FLOOD_NET." 100 --per-second 10000 \
+	--seconds 11 --timed >"$LAB_TMP/flood.out" 2>&1 &
+FPID=$!
+wait_for 10 "$LAB_TMP/flood.out" 0 grep -q -m1 flooding || die "no flood: $(cat "$LAB_TMP/flood.out")"
+probe cli "$SRV_TUN4" --timed --count 160 --every 0.05 --wait 1
+wait "$FPID" || true
+FLOOD=$(tail -1 "$LAB_TMP/flood.out")
+info "the probe flood from cli2: $FLOOD"
+FIG+=("probes: cli2 flooding from 100 addresses: $FLOOD; cli: $PROBE of 160")
+n=$(awk '{ print $2 }' <<<"$PROBE")
+# 20 a second is within cli's own 25; a few may be lost to the VM's load
+if [ -n "$n" ] && [ "$n" -ge 152 ]; then
+	pass "cli's 160 timed probes at 20 a second during cli2's flood: $n answered"
+else
+	fail "cli's 160 timed probes at 20 a second during cli2's flood: $n answered, expected 152 or more"
+fi
+n=$(awk '{ print $4 }' <<<"$FLOOD")
+max=$(awk '{ printf "%d", 50 + 25 * $6 + 1 }' <<<"$FLOOD")
+if [ -n "$n" ] && [ "$n" -le "${max:-0}" ]; then
+	pass "cli2's probe flood from 100 addresses: $n answers (its peer's budget, 50 + 25/s)"
+else
+	fail "cli2's probe flood from 100 addresses: expected at most $max answers, found '$n'"
+fi
+inns srv wg set wg0 peer "$CLI2_KEY" allowed-ips "$CLI2_TUN4/32,$CLI2_TUN6/128"
+ip -n srv route del "$FLOOD_NET.0/24" dev wg0
+expect_eq "after the floods: cli's class ceil unchanged" 15Mbit "$(class_field "$C1" ceil)"
 
 step "g: no client-download: refused, exit 1, class unchanged"
 write_conf "# no client-download"
