@@ -614,3 +614,82 @@ expect_download() {
 	done
 	fail "$what: download $(mbit "$got"), expected <= $r Mbit/s and >= 80% of it"
 }
+
+# ---- lines that follow a trace (tests/traces, tests/vm/trace-replay) ---------
+
+# trace_line NS DEV KBIT DELAY LIMIT [htb|cake]: DEV's egress as one
+# direction of a line whose rate trace-replay changes in place: netem 1:
+# (DELAY) as the root, under it either HTB 2: with the class 2:1 at KBIT and
+# a pfifo of LIMIT packets (the line's buffer), or cake 2: at KBIT (the limit:
+# cake at the bottleneck itself). The delay comes first, so the queue is the
+# HTB's or cake's alone; netem's own limit is far above the leaf's. Not
+# netem's rate: it fixes a packet's departure when the packet is queued.
+trace_line() {
+	local ns=$1 dev=$2 kbit=$3 delay=$4 limit=$5 kind=${6:-htb}
+	inns "$ns" tc qdisc del dev "$dev" root 2>/dev/null || true
+	inns "$ns" tc qdisc add dev "$dev" root handle 1: netem delay "$delay" limit 100000
+	if [ "$kind" = cake ]; then
+		inns "$ns" tc qdisc add dev "$dev" parent 1:1 handle 2: cake bandwidth "${kbit}kbit"
+	else
+		inns "$ns" tc qdisc add dev "$dev" parent 1:1 handle 2: htb default 1
+		inns "$ns" tc class add dev "$dev" parent 2: classid 2:1 htb rate "${kbit}kbit" ceil "${kbit}kbit" burst 15k cburst 15k
+		inns "$ns" tc qdisc add dev "$dev" parent 2:1 handle 10: pfifo limit "$limit"
+	fi
+}
+
+# ---- daemons and their CPU ---------------------------------------------------
+
+# start_daemon NS CONF LOG: `wgshape -v -c CONF daemon` in NS, until it logs
+# 'running'; the pid in DAEMON_PID.
+start_daemon() {
+	local from
+	touch "$3"
+	from=$(wc -l <"$3")
+	ip netns exec "$1" "$WGSHAPE" -v -c "$2" daemon >>"$3" 2>&1 &
+	DAEMON_PID=$!
+	wait_for 30 "$3" "$from" grep -q -m1 'running' || die "$1's daemon did not start: $(cat "$3")"
+}
+stop_daemon() { # PID
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# cpu_mark PID FILE: "utime+stime (ticks) realtime" of PID
+cpu_mark() {
+	awk -v t="$EPOCHREALTIME" '{ print $14 + $15, t }' "/proc/$1/stat" >"$2"
+}
+
+# cpu_per_hour FILE0 FILE1: CPU seconds per hour of the process between the marks
+cpu_per_hour() {
+	awk -v hz="$(getconf CLK_TCK)" 'NR == 1 { c0 = $1; t0 = $2 } NR == 2 { c1 = $1; t1 = $2 }
+		END { printf "%.1f", (c1 - c0) / hz / (t1 - t0) * 3600 }' "$1" "$2"
+}
+
+# until_t T0 SECS: sleep until SECS after T0 (an EPOCHREALTIME)
+until_t() {
+	local left
+	left=$(awk -v a="$1" -v s="$2" -v b="$EPOCHREALTIME" 'BEGIN { d = a + s - b; printf "%.3f", (d > 0 ? d : 0) }')
+	sleep "$left"
+}
+
+# cgroup_new NAME: a cgroup (v2) of its own for a program that forks (a
+# script's CPU is its children's: fping, tc, sleep), its path; nothing and
+# status 1 when this kernel or host gives none. The cgroup2 tree is mounted
+# if nothing is (the lab VM's bare init does not).
+cgroup_new() {
+	local root=/sys/fs/cgroup
+	[ "$(stat -f -c %T "$root" 2>/dev/null)" = cgroup2fs ] ||
+		mount -t cgroup2 none "$root" 2>/dev/null || return 1
+	mkdir -p "$root/lab-$1" 2>/dev/null || return 1
+	echo "$root/lab-$1"
+}
+
+# cgroup_mark CGROUP FILE: "usage (µs) realtime" of CGROUP, as cpu_mark's
+# marks (cgroup_per_hour reads two)
+cgroup_mark() {
+	awk -v t="$EPOCHREALTIME" '$1 == "usage_usec" { print $2, t }' "$1/cpu.stat" >"$2"
+}
+cgroup_per_hour() {
+	awk 'NR == 1 { c0 = $1; t0 = $2 } NR == 2 { c1 = $1; t1 = $2 }
+		END { printf "%.1f", (c1 - c0) / 1e6 / (t1 - t0) * 3600 }' "$1" "$2"
+}

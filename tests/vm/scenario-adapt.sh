@@ -144,19 +144,6 @@ download-max = 100mbit
 CONF
 chmod 0600 "$SCONF"
 
-start_daemon() { # NS CONF LOG: the pid in DAEMON_PID
-	local from
-	touch "$3"
-	from=$(wc -l <"$3")
-	ip netns exec "$1" "$WGSHAPE" -v -c "$2" daemon >>"$3" 2>&1 &
-	DAEMON_PID=$!
-	wait_for 30 "$3" "$from" grep -q -m1 'running' || die "$1's daemon did not start: $(cat "$3")"
-}
-stop_daemon() { # PID
-	kill "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
-
 start_daemon srv "$SCONF" "$SLOG"
 SPID=$DAEMON_PID
 
@@ -267,13 +254,6 @@ run() {
 	fi
 }
 
-# until_t T0 SECS: sleep until SECS after T0 (an EPOCHREALTIME)
-until_t() {
-	local left
-	left=$(awk -v a="$1" -v s="$2" -v b="$EPOCHREALTIME" 'BEGIN { d = a + s - b; printf "%.3f", (d > 0 ? d : 0) }')
-	sleep "$left"
-}
-
 # line_now KBIT T0: the line at KBIT both ways, the two ends changed at once
 # (one tc each, side by side); prints when both had, s after T0
 line_now() {
@@ -285,17 +265,6 @@ line_now() {
 	wait "$a" || die "tc failed changing srv's end of the line"
 	wait "$b" || die "tc failed changing cli's end of the line"
 	awk -v a="$2" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f\n", b - a }'
-}
-
-# cpu_mark PID FILE: "utime+stime (ticks) realtime" of PID
-cpu_mark() {
-	awk -v t="$EPOCHREALTIME" '{ print $14 + $15, t }' "/proc/$1/stat" >"$2"
-}
-
-# cpu_per_hour FILE0 FILE1: CPU seconds per hour of the process between the marks
-cpu_per_hour() {
-	awk -v hz="$(getconf CLK_TCK)" 'NR == 1 { c0 = $1; t0 = $2 } NR == 2 { c1 = $1; t1 = $2 }
-		END { printf "%.1f", (c1 - c0) / hz / (t1 - t0) * 3600 }' "$1" "$2"
 }
 
 show_during() {
