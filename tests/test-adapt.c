@@ -78,6 +78,16 @@ struct line_case {
 	 */
 	unsigned int lumpy_every;
 	double stop_probes_at; /* the far end stops answering at this time (0: never) */
+	/*
+	 * The two clocks' offset steps by this at clock_step_at (0: never): a
+	 * reboot of the far end, a suspend of this one (its monotonic clock
+	 * paused), a far end's clock set by hand. The one-way delays step by
+	 * it; the round trips do not. With silence_secs, the far end says
+	 * nothing for that long first (the suspend itself).
+	 */
+	double clock_step_at, clock_step_ms, silence_secs;
+	/* one answer at this time comes with a delay this far under the truth (0: none) */
+	double bogus_at, bogus_ms;
 	/* what is asserted */
 	double p95_max_ms; /* over the loaded time */
 	double share_min; /* delivered / capacity over the loaded time */
@@ -130,6 +140,7 @@ struct sim {
 	guint marks_head;
 	GArray *answers;
 	uint64_t answer_us; /* the last answer's time */
+	bool bogus_done; /* the bogus answer came */
 	/*
 	 * The load, FLOWS TCP flows as one window: what they have in flight
 	 * (sent, less what came back acknowledged a round trip after the line
@@ -317,7 +328,9 @@ static void probe_out(struct sim *s, const struct mark *m, double t)
 		late += uniform(s) * lc->late_ms / 1000;
 	if (lc->stall_at > 0 && m->at >= lc->stall_at && m->at < lc->stall_at + 0.150)
 		late += lc->stall_at + 0.150 - m->at;
+	/* late on the path or at either end: the round trip is as late */
 	a.owd += late;
+	a.rtt += late;
 	a.due = t + base + late;
 	g_array_append_val(s->answers, a);
 }
@@ -342,6 +355,12 @@ static void answers_in(struct sim *s, double t, bool trace)
 			.rtt_us = (uint32_t)llround(a->rtt * 1e6),
 			.sent = (uint64_t)(s->sent + s->held),
 		};
+		if (s->lc->clock_step_at > 0 && a->due >= s->lc->clock_step_at)
+			smp.delay_us += (int64_t)llround(s->lc->clock_step_ms * 1000);
+		if (s->lc->bogus_at > 0 && !s->bogus_done && a->due >= s->lc->bogus_at) {
+			smp.delay_us -= (int64_t)llround(s->lc->bogus_ms * 1000);
+			s->bogus_done = true;
+		}
 		g_array_remove_index(s->answers, i);
 		s->held = 0;
 		if (s->lc->lumpy_every && uniform(s) * s->lc->lumpy_every < 1) {
@@ -592,7 +611,11 @@ static void run_line(const struct line_case *lc, struct sim *s, int oracle)
 
 		answers_in(s, t, trace);
 		if (t + 1e-9 >= next_probe) {
-			if (!(lc->stop_probes_at > 0 && t >= lc->stop_probes_at))
+			bool silent = (lc->stop_probes_at > 0 && t >= lc->stop_probes_at) ||
+				      (lc->silence_secs > 0 && t >= lc->clock_step_at - lc->silence_secs &&
+				       t < lc->clock_step_at);
+
+			if (!silent)
 				mark_in(s, t, true); /* lost when the buffer is full */
 			last_probe = t;
 			next_probe = t + (s->ctl.load >= s->ctl.p.idle_frac * (double)s->ctl.rate
@@ -704,9 +727,10 @@ static void test_line(gconstpointer data)
 	if (lc->rise_max_s > 0)
 		g_assert_cmpfloat(s.rise_worst, <=, lc->rise_max_s);
 	if (lc->steady_from > 0) {
-		g_test_message("%s: steady: %u cuts, rate %.2f..%.2f Mbit/s on a %.2f Mbit/s line",
+		g_test_message("%s: steady: %u cuts, rate %.2f..%.2f Mbit/s on a %.2f Mbit/s line, "
+			       "%u offset moves",
 			       lc->name, s.steady_cuts, s.steady_lo * 8 / 1e6,
-			       s.steady_hi * 8 / 1e6, s.steady_cap * 8 / 1e6);
+			       s.steady_hi * 8 / 1e6, s.steady_cap * 8 / 1e6, s.ctl.offset_moves);
 		/* a look past the ceiling every 3 s or so, each a small cut: not more */
 		g_assert_cmpuint(s.steady_cuts, <=, 12);
 		g_assert_cmpfloat(s.steady_lo, >=, 0.80 * s.steady_cap);
@@ -810,7 +834,12 @@ static const struct line_case cases[] = {
 	 * the client's daemon adapts it (counted as received, the rate put in
 	 * place at the server through the rate channel), each upload as its
 	 * egress; the base about the line's median, the range a tenth of it
-	 * to its peaks.
+	 * to its peaks. Asserted: the p50 under 10 ms (issue 24's goal), and
+	 * goodput and p95 against the anchors no worse than today's, less a
+	 * margin (today: 55-77% of the limit's goodput, p95 3-56% of the
+	 * unshaped; the goal, 90% and p95 within 50 ms of the limit's, is out
+	 * of reach even for a shaper told the line 70 ms late: see
+	 * tests/vm/README.md).
 	 */
 #define TRACE_LINE .owd_ms = 20, .buf_packets = 1000, .noise_ms = 1
 #define DOWNLOAD .delivered = true, .channel = true
@@ -818,52 +847,96 @@ static const struct line_case cases[] = {
 		.name = "trace ATT-LTE-driving.down",
 		.trace = "ATT-LTE-driving.down", TRACE_LINE, DOWNLOAD,
 		.base = 5, .min = 0.5, .max = 30,
+		.of_limit_min = 0.65, .of_unshaped_p95 = 0.10, .p50_max_ms = 10,
 	},
 	{
 		.name = "trace ATT-LTE-driving.up",
 		.trace = "ATT-LTE-driving.up", TRACE_LINE,
 		.base = 0.8, .min = 0.08, .max = 3,
+		.of_limit_min = 0.60, .of_unshaped_p95 = 0.70, .p50_max_ms = 10,
 	},
 	{
 		.name = "trace TMobile-UMTS-driving.down",
 		.trace = "TMobile-UMTS-driving.down", TRACE_LINE, DOWNLOAD,
 		.base = 2, .min = 0.2, .max = 9,
+		.of_limit_min = 0.60, .of_unshaped_p95 = 0.25, .p50_max_ms = 10,
 	},
 	{
 		.name = "trace TMobile-UMTS-driving.up",
 		.trace = "TMobile-UMTS-driving.up", TRACE_LINE,
 		.base = 1, .min = 0.1, .max = 3.5,
+		.of_limit_min = 0.60, .of_unshaped_p95 = 0.10, .p50_max_ms = 10,
 	},
 	{
 		.name = "trace Verizon-LTE-short.down",
 		.trace = "Verizon-LTE-short.down", TRACE_LINE, DOWNLOAD,
 		.base = 4, .min = 0.4, .max = 20,
+		.of_limit_min = 0.50, .of_unshaped_p95 = 0.10, .p50_max_ms = 10,
 	},
 	{
 		.name = "trace Verizon-LTE-short.up",
 		.trace = "Verizon-LTE-short.up", TRACE_LINE,
 		.base = 5, .min = 0.5, .max = 16,
+		.of_limit_min = 0.50, .of_unshaped_p95 = 0.10, .p50_max_ms = 10,
 	},
 	/* the other way round: lines the law was not tuned on */
 	{
 		.name = "trace ATT-LTE-driving.down as an upload",
 		.trace = "ATT-LTE-driving.down", TRACE_LINE,
 		.base = 5, .min = 0.5, .max = 30,
+		.of_limit_min = 0.65, .of_unshaped_p95 = 0.10, .p50_max_ms = 10,
 	},
 	{
 		.name = "trace Verizon-LTE-short.up as a download",
 		.trace = "Verizon-LTE-short.up", TRACE_LINE, DOWNLOAD,
 		.base = 5, .min = 0.5, .max = 16,
+		.of_limit_min = 0.45, .of_unshaped_p95 = 0.10, .p50_max_ms = 10,
 	},
 	{
 		.name = "trace TMobile-UMTS-driving.down as an upload",
 		.trace = "TMobile-UMTS-driving.down", TRACE_LINE,
 		.base = 2, .min = 0.2, .max = 9,
+		.of_limit_min = 0.55, .of_unshaped_p95 = 0.25, .p50_max_ms = 10,
 	},
 	{
 		.name = "trace TMobile-UMTS-driving.up as a download",
 		.trace = "TMobile-UMTS-driving.up", TRACE_LINE, DOWNLOAD,
 		.base = 1, .min = 0.1, .max = 3.5,
+		.of_limit_min = 0.65, .of_unshaped_p95 = 0.15, .p50_max_ms = 10,
+	},
+	/*
+	 * The clocks' offset steps (issue 28, item 3): a far end's reboot, a
+	 * one-off bogus timestamp, this end's suspend (5 s of silence, then
+	 * the offset half a second off). The one-way delay moves, the round
+	 * trip does not: no queue, and the rate stays near the line.
+	 */
+	{
+		.name = "clock step +500 ms",
+		.phases = { { 20, 20, 20, true }, { 40, 20, 20, true } },
+		.base = 20, .min = 2, .max = 40, .noise_ms = 1,
+		.clock_step_at = 20, .clock_step_ms = 500,
+		.p95_max_ms = 20, .share_min = 0.85,
+	},
+	{
+		.name = "clock step -500 ms",
+		.phases = { { 20, 20, 20, true }, { 40, 20, 20, true } },
+		.base = 20, .min = 2, .max = 40, .noise_ms = 1,
+		.clock_step_at = 20, .clock_step_ms = -500,
+		.p95_max_ms = 20, .share_min = 0.85,
+	},
+	{
+		.name = "one bogus timestamp",
+		.phases = { { 20, 20, 20, true }, { 40, 20, 20, true } },
+		.base = 20, .min = 2, .max = 40, .noise_ms = 1,
+		.bogus_at = 20, .bogus_ms = 300,
+		.p95_max_ms = 20, .share_min = 0.85,
+	},
+	{
+		.name = "suspend, offset +500 ms",
+		.phases = { { 20, 20, 20, true }, { 40, 20, 20, true } },
+		.base = 20, .min = 2, .max = 40, .noise_ms = 1,
+		.clock_step_at = 25, .clock_step_ms = 500, .silence_secs = 5,
+		.share_min = 0.70,
 	},
 	{
 		.name = "far end gone",

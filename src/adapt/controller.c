@@ -377,17 +377,51 @@ static bool baseline_lower(struct adapt_ctl *c, int64_t delay_us)
  * arrivals, a queue that grows stretches its own samples apart and reads
  * flatter than it is), and a cut is felt only by packets sent after it.
  */
-static uint64_t entered(const struct adapt_ctl *c, const struct adapt_sample *s)
+static uint64_t entered(const struct adapt_ctl *c, int64_t excess, uint64_t now)
 {
-	int64_t excess = s->delay_us - c->baseline_us;
 	uint64_t back = (excess > 0 ? (uint64_t)excess : 0) + c->rtt_min_us / 2;
 
-	return s->now_us > back ? s->now_us - back : 0;
+	return now > back ? now - back : 0;
+}
+
+/*
+ * A queue in this direction lengthens the round trip as much as the one-way
+ * delay; the clocks' offset is in the one-way delay only. A delay over the
+ * baseline by more than the round trip's rise (and the threshold's slack
+ * for the two measures' noise) is the offset moving (a reboot, a suspend,
+ * a bogus timestamp), not a queue: the excess counts as the round trip's
+ * rise, and after OFFSET_MOVED samples in a row the baseline moves by the
+ * rest (it follows a lower delay at once, so an offset stepping down needs
+ * this to step back up too).
+ */
+#define OFFSET_MOVED 3
+
+static int64_t offset_checked(struct adapt_ctl *c, const struct adapt_sample *s, int64_t excess)
+{
+	int64_t rtt_added, most;
+
+	if (!s->rtt_us || !c->rtt_min_us) {
+		c->offset_runs = 0;
+		return excess;
+	}
+	rtt_added = (int64_t)s->rtt_us - c->rtt_min_us;
+	most = rtt_added + adapt_threshold_us(c);
+	if (excess <= most) {
+		c->offset_runs = 0;
+		return excess;
+	}
+	if (++c->offset_runs >= OFFSET_MOVED) {
+		c->baseline_us = s->delay_us - rtt_added;
+		c->offset_runs = 0;
+		c->offset_moves++;
+	}
+	return rtt_added > 0 ? rtt_added : 0;
 }
 
 static void track(struct adapt_ctl *c, const struct adapt_sample *s, double dt, bool idle)
 {
 	double rise;
+	int64_t excess;
 
 	if (!baseline_lower(c, s->delay_us)) {
 		rise = (idle ? c->p.rise_idle_us : c->p.rise_loaded_us) * dt;
@@ -398,7 +432,8 @@ static void track(struct adapt_ctl *c, const struct adapt_sample *s, double dt, 
 	}
 	if (s->rtt_us && (!c->rtt_min_us || s->rtt_us < c->rtt_min_us))
 		c->rtt_min_us = s->rtt_us;
-	remember(c, s->delay_us - c->baseline_us, entered(c, s));
+	excess = offset_checked(c, s, s->delay_us - c->baseline_us);
+	remember(c, excess, entered(c, excess, s->now_us));
 	jitter(c, s->delay_us);
 }
 

@@ -56,6 +56,11 @@
  * - No change within a hold-off of the last one (max(holdoff_us, 2 RTTs)),
  *   none outside [min, max], none smaller than change_frac.
  * - No sample for lost_us: back to the base rate, once.
+ * - The clocks' offset moves (a reboot, a suspend, one bogus timestamp): a
+ *   queue here lengthens the probe's round trip as much as the one-way
+ *   delay, so a delay over the baseline by more than the round trip rose
+ *   (and the threshold) counts as that rise only, and three such in a row
+ *   move the baseline by the rest.
  * - A sample speaks of when its packet entered the queue (its arrival less
  *   its added delay and half the least RTT): slopes are over those times,
  *   and while a cut drains, only samples sent after it can cut again. A
@@ -147,6 +152,8 @@ struct adapt_ctl {
 	double load; /* bytes/s sent in the last interval */
 	double slope; /* the delay's change (s a s): the last two samples against the two before */
 	enum adapt_why why; /* of the last change */
+	unsigned int offset_runs; /* samples in a row whose delay rose past their round trip's */
+	unsigned int offset_moves; /* times the baseline moved with the clocks' offset */
 	bool lost; /* in fallback after lost_us without a sample */
 	bool have_baseline;
 };
