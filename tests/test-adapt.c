@@ -27,7 +27,6 @@
 #define MBIT(x) ((x) * 1e6 / 8) /* bytes/s */
 #define DT 0.001 /* the simulation's step, s */
 #define PROBE_LOADED 0.05 /* a probe every 50 ms under load */
-#define PROBE_IDLE 1.0 /* and every second while idle */
 #define COUNTERS_IDLE 0.2 /* while idle, the shaper's counters every 200 ms */
 #define OFFSET 123.456789 /* the far end's clock is this far ahead, s */
 #define PING_EVERY 0.010 /* the added latency is sampled as a ping this often */
@@ -141,6 +140,7 @@ struct sim {
 	GArray *answers;
 	uint64_t answer_us; /* the last answer's time */
 	bool bogus_done; /* the bogus answer came */
+	unsigned int idle_probes; /* probes sent while the line had no load */
 	/*
 	 * The load, FLOWS TCP flows as one window: what they have in flight
 	 * (sent, less what came back acknowledged a round trip after the line
@@ -617,16 +617,25 @@ static void run_line(const struct line_case *lc, struct sim *s, int oracle)
 
 			if (!silent)
 				mark_in(s, t, true); /* lost when the buffer is full */
+			if (!loaded)
+				s->idle_probes++;
 			last_probe = t;
+			/* idle, no probe: the counters bring the next one */
 			next_probe = t + (s->ctl.load >= s->ctl.p.idle_frac * (double)s->ctl.rate
 					      ? PROBE_LOADED
-					      : PROBE_IDLE);
+					      : INFINITY);
 		}
-		/* idle, the shaper's counters are read every COUNTERS_IDLE: traffic
-		 * brings the next probe forward */
-		if (next_probe - last_probe > PROBE_LOADED && s->sent > 0 &&
-		    fmod(t, COUNTERS_IDLE) < DT)
-			next_probe = t + DT;
+		/*
+		 * idle, the daemon reads the tunnel's counters every
+		 * COUNTERS_IDLE: traffic brings a probe at once; none, the
+		 * controller is quiet (the drift toward base, no probe)
+		 */
+		if (next_probe - last_probe > PROBE_LOADED && fmod(t, COUNTERS_IDLE) < DT) {
+			if (s->sent > 0)
+				next_probe = t + DT;
+			else if (t - last_probe > 1)
+				note_change(s, adapt_quiet(&s->ctl, (uint64_t)llround(t * 1e6) + 1), t);
+		}
 		/* the daemon's timer: settles and the far end's silence */
 		if (fmod(t, PROBE_LOADED) < DT)
 			note_change(s, adapt_tick(&s->ctl, (uint64_t)llround(t * 1e6) + 1), t);
@@ -943,6 +952,12 @@ static const struct line_case cases[] = {
 		.phases = { { 10, 8, 8, true }, { 10, 8, 8, true } },
 		.base = 20, .min = 2, .max = 40, .noise_ms = 1, .stop_probes_at = 10,
 	},
+	{
+		/* gone while idle (no probe goes then): said when the load brings probes */
+		.name = "far end gone while idle",
+		.phases = { { 10, 8, 8, true }, { 10, 8, 8, false }, { 10, 8, 8, true } },
+		.base = 20, .min = 2, .max = 40, .noise_ms = 1, .stop_probes_at = 15,
+	},
 };
 
 /* after 60 s idle the rate is back within 5% of the base */
@@ -956,8 +971,14 @@ static void test_idle_returns(void)
 			lc = &cases[i];
 	g_assert_nonnull(lc);
 	run(lc, &s);
-	g_test_message("idle: %.2f Mbit/s after 60 s idle (base 30)", (double)s.ctl.rate * 8 / 1e6);
+	g_test_message("idle: %.2f Mbit/s after 60 s idle (base 30), %u probes while idle",
+		       (double)s.ctl.rate * 8 / 1e6, s.idle_probes);
 	g_assert_cmpfloat(fabs((double)s.ctl.rate - MBIT(30)), <=, 0.05 * MBIT(30));
+	/*
+	 * an idle tunnel costs no probes: the few that see the load end (50 ms
+	 * apart), then none (one a second before, 60 in this minute)
+	 */
+	g_assert_cmpuint(s.idle_probes, <=, 5);
 	g_array_free(s.delays, TRUE);
 }
 

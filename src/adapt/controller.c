@@ -444,10 +444,11 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s)
 	bool idle, loaded, queue, can, low, stall = false;
 	enum adapt_why why;
 
-	if (!c->last_us || now <= c->last_us || c->lost) {
-		/* the first sample, or the first after the far end came back: a start */
+	if (!c->last_us || now <= c->last_us || c->lost || c->quiet) {
+		/* the first sample, or the first after the far end came back or quiet: a start */
 		c->last_us = now;
 		c->lost = false;
+		c->quiet = false;
 		forget(c);
 		baseline_lower(c, s->delay_us);
 		jitter(c, s->delay_us);
@@ -505,4 +506,20 @@ enum adapt_why adapt_tick(struct adapt_ctl *c, uint64_t now_us)
 	if (c->lost)
 		return ADAPT_NONE;
 	return settle_if_due(c, now_us, false);
+}
+
+enum adapt_why adapt_quiet(struct adapt_ctl *c, uint64_t now_us)
+{
+	enum adapt_why why = settle_if_due(c, now_us, false);
+
+	if (why != ADAPT_NONE || c->settle_us || c->lost)
+		return why;
+	/*
+	 * the probes resume as a start (the history is of another load); the
+	 * far end's silence counts from the last quiet moment
+	 */
+	c->quiet = true;
+	c->last_us = now_us;
+	c->load = 0;
+	return decay(c, now_us);
 }

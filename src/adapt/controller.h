@@ -155,6 +155,7 @@ struct adapt_ctl {
 	unsigned int offset_runs; /* samples in a row whose delay rose past their round trip's */
 	unsigned int offset_moves; /* times the baseline moved with the clocks' offset */
 	bool lost; /* in fallback after lost_us without a sample */
+	bool quiet; /* adapt_quiet since the last sample: the next is a start */
 	bool have_baseline;
 };
 
@@ -170,6 +171,17 @@ enum adapt_why adapt_sample(struct adapt_ctl *c, const struct adapt_sample *s);
  * when a settle fell due, else ADAPT_NONE.
  */
 enum adapt_why adapt_tick(struct adapt_ctl *c, uint64_t now_us);
+
+/*
+ * Nothing flows and no probe goes (an idle tunnel costs nothing): a settle
+ * that fell due, else the drift toward the base rate (ADAPT_IDLE), in time
+ * since the last change as an idle sample would. The far end's silence
+ * counts from the last quiet call (probes resume, none is answered: lost
+ * after lost_us), and the next sample is a start (its interval's load and
+ * slope would be over the quiet time). No-op while a cut's settle is
+ * pending (but for the settle falling due) or the far end is lost.
+ */
+enum adapt_why adapt_quiet(struct adapt_ctl *c, uint64_t now_us);
 
 /*
  * The added delay that counts as a queue: target, or jitter_k times the

@@ -3,11 +3,14 @@
  * One tunnel's adaptation (adapter.h): a timer, the prober's socket and the
  * rate channel's socket are its inputs.
  *
- * Timing. Idle, the timer looks at the counters every IDLE_TICK_MS and
- * probes once a second; traffic (a direction sending a tenth of its rate)
- * brings the probes to every LOADED_TICK_MS until every direction has been
- * idle for a second. The controllers' own timer work (a settle falling due,
- * the far end's silence) rides on the same ticks.
+ * Timing. Idle, the timer looks at the tunnel's counters every IDLE_TICK_MS
+ * (one netlink request) and sends no probe: the controllers are quiet
+ * (adapt_quiet: the drift toward the base rate, in time). Traffic (a
+ * direction sending a tenth of its rate) sends a probe at once and brings
+ * them to every LOADED_TICK_MS until every direction has been idle for a
+ * second. The controllers' own timer work (a settle falling due, the far
+ * end's silence) rides on the same ticks. One probe at the start says
+ * whether the far end answers.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,7 +34,6 @@
 
 #define LOADED_TICK_MS 50
 #define IDLE_TICK_MS 200
-#define IDLE_PROBE_US 1000000
 #define IDLE_AFTER_US 1000000 /* no direction loaded this long: back to idle ticks */
 #define STATE_EVERY_US 1000000
 #define STATE_REFRESH_US 5000000
@@ -272,6 +274,8 @@ static void set_fast(struct adapter *a, bool fast)
 {
 	if (a->fast == fast && a->timer)
 		return;
+	if (a->fast && !fast)
+		a->state_dirty = true; /* the load as it is now idle, once */
 	a->fast = fast;
 	if (a->timer)
 		g_source_remove(a->timer);
@@ -297,7 +301,7 @@ static gboolean on_tick(gpointer data)
 
 		if (!d->on)
 			continue;
-		why = adapt_tick(&d->ctl, t);
+		why = a->fast ? adapt_tick(&d->ctl, t) : adapt_quiet(&d->ctl, t);
 		note_lost(a, why);
 		if (why == ADAPT_LOST)
 			d->ctl.load = 0; /* nothing known: the probes slow down */
@@ -324,13 +328,13 @@ static gboolean on_tick(gpointer data)
 	}
 	if (traffic)
 		a->loaded_at_us = (gint64)t;
-	if (a->fast || traffic || (gint64)t - a->last_probe_us >= IDLE_PROBE_US)
+	if (a->fast || traffic || !a->last_probe_us)
 		send_probe(a);
 	set_fast(a, (gint64)t - a->loaded_at_us < IDLE_AFTER_US);
 	rate_ask_due(a);
 	/* a change within a second; the delays and the load every few seconds */
 	if ((a->state_dirty && (gint64)t - a->state_at_us >= STATE_EVERY_US) ||
-	    (gint64)t - a->state_at_us >= STATE_REFRESH_US)
+	    (a->fast && (gint64)t - a->state_at_us >= STATE_REFRESH_US))
 		write_state(a);
 	return G_SOURCE_CONTINUE;
 }

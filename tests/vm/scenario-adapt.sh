@@ -344,10 +344,15 @@ for r in $RUNS; do
 		# ---- idle cost, show, the trace, the far end gone (cli's daemon still runs)
 		step "adapt: idle cost, the trace, the far end gone"
 		cpu_mark "$CPID" "$LAB_TMP/idle.cpu0"
-		sleep 10 # the idle cost is measured over a span of time, not waiting for an event
+		sleep 5 # the idle cost is measured over a span of time, not waiting for an event
+		IDLE_ROWS0=$(grep -c ' none$' "$TRACE" || true)
+		sleep 5
+		IDLE_ROWS1=$(grep -c ' none$' "$TRACE" || true)
 		cpu_mark "$CPID" "$LAB_TMP/idle.cpu1"
 		IDLE_CPU=$(cpu_per_hour "$LAB_TMP/idle.cpu0" "$LAB_TMP/idle.cpu1")
 		info "cli's daemon idle: $IDLE_CPU CPU s/hour"
+		# idle, the daemon sends no probe (a sample is a trace row; 'none': no change)
+		expect_eq "idle: no probe in 5 s (trace rows of samples)" 0 $((IDLE_ROWS1 - IDLE_ROWS0))
 		expect_match "show during the slow phase: egress adapted" 'adapt egress' "$SHOW_OUT"
 		expect_match "show during the slow phase: download adapted" 'adapt download' "$SHOW_OUT"
 		ADAPT_LINES=$(grep -c . "$TRACE" || true)
@@ -366,6 +371,9 @@ for r in $RUNS; do
 		FROM=$(wc -l <"$CLOG")
 		stop_daemon "$SPID"
 		SPID=''
+		# traffic brings the probes, which go unanswered (idle, none goes)
+		inns cli iperf3 -4 -c "$SRV_TUN4" -t 12 -P 1 >/dev/null 2>&1 &
+		LOSS_LOAD=$!
 		if wait_for 10 "$CLOG" "$FROM" grep -q -m1 'stopped answering'; then
 			pass "srv's daemon stopped: cli says the far end stopped answering"
 		else
@@ -378,6 +386,8 @@ for r in $RUNS; do
 		expect_eq "cli's egress back at the base rate (bytes/s)" "$((BASE_K * 1000 / 8))" "$(root_field cli wg0 .options.bandwidth)"
 		sleep 4 # that it is said once: nothing more comes over a few seconds of silence
 		expect_eq "said once" 1 "$(tail -n +"$((FROM + 1))" "$CLOG" | grep -c 'stopped answering' || true)"
+		kill "$LOSS_LOAD" 2>/dev/null
+		wait "$LOSS_LOAD" 2>/dev/null
 		stop_daemon "$CPID"
 		CPID=''
 		start_daemon srv "$SCONF" "$SLOG"
