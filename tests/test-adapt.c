@@ -848,7 +848,7 @@ static const struct line_case cases[] = {
 	 * margin (today: 55-77% of the limit's goodput, p95 3-56% of the
 	 * unshaped; the goal, 90% and p95 within 50 ms of the limit's, is out
 	 * of reach even for a shaper told the line 70 ms late: see
-	 * tests/vm/README.md).
+	 * docs/adaptation.md).
 	 */
 #define TRACE_LINE .owd_ms = 20, .buf_packets = 1000, .noise_ms = 1
 #define DOWNLOAD .delivered = true, .channel = true
