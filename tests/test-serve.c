@@ -1018,9 +1018,12 @@ static void test_udp_timed(void)
 	g_assert_cmpint(n, ==, (ssize_t)sizeof(req));
 	g_assert_cmpint(tune_probe_parse(ans, (size_t)n, &p), ==, 0);
 	g_assert_true(p.type == TUNE_PROBE_ANSWER && p.timed && p.seq == 1);
-	g_assert_cmpuint(p.rx_ns, >=, before);
+	/* the times are CLOCK_MONOTONIC plus the process's offset: not the uptime */
+	g_assert_false(p.rx_ns >= before && p.rx_ns <= after);
+	g_assert_cmpuint(tune_stamp_offset_ns(), >=, UINT64_C(1) << 40);
+	g_assert_cmpuint(p.rx_ns - tune_stamp_offset_ns(), >=, before);
 	g_assert_cmpuint(p.rx_ns, <=, p.tx_ns);
-	g_assert_cmpuint(p.tx_ns, <=, after);
+	g_assert_cmpuint(p.tx_ns - tune_stamp_offset_ns(), <=, after);
 	close(fd);
 	serve_stop(srv);
 }

@@ -155,7 +155,7 @@ struct dgram {
 	} from;
 	int ifindex; /* where it came in */
 	uint8_t to[16]; /* the address it was sent to */
-	uint64_t rx_ns; /* CLOCK_MONOTONIC when it was read */
+	uint64_t rx_ns; /* tune_stamp_ns() when it was read */
 };
 
 static int receive(int fd, struct dgram *d)
@@ -177,7 +177,7 @@ static int receive(int fd, struct dgram *d)
 
 	if (n < 0)
 		return -errno;
-	d->rx_ns = (uint64_t)g_get_monotonic_time() * 1000;
+	d->rx_ns = tune_stamp_ns();
 	d->len = (size_t)n; /* MSG_TRUNC: the real length, even of one cut short */
 	d->family = d->from.in.sin_family;
 	d->ifindex = 0;
@@ -350,8 +350,7 @@ static void answer_probe(struct rate_server *s, int fd, struct dgram *d,
 		return;
 	if (!wireguard_link(s, d->ifindex) || charge(s, d, src, GATE_PROBE, key) < 0)
 		return;
-	if (tune_probe_answer(d->buf, d->len, d->rx_ns,
-			      (uint64_t)g_get_monotonic_time() * 1000) == 0)
+	if (tune_probe_answer(d->buf, d->len, d->rx_ns, tune_stamp_ns()) == 0)
 		reply(fd, d, d->buf, d->len);
 }
 

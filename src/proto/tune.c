@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "internal.h"
 #include "proto/tune.h"
@@ -81,6 +83,32 @@ int tune_probe_answer(void *buf, size_t len, uint64_t rx_ns, uint64_t tx_ns)
 		put_be64(b + OFF_TX, tx_ns);
 	}
 	return 0;
+}
+
+uint64_t tune_stamp_offset_ns(void)
+{
+	static uint64_t offset;
+
+	if (!offset) {
+		uint64_t r = 0;
+		struct timespec ts;
+
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r)) {
+			/* no entropy yet: the realtime clock's nanoseconds still hide the uptime */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			r = (uint64_t)ts.tv_nsec * 2654435761u ^ (uint64_t)ts.tv_sec;
+		}
+		offset = (UINT64_C(1) << 40) + r % ((UINT64_C(1) << 50) - (UINT64_C(1) << 40));
+	}
+	return offset;
+}
+
+uint64_t tune_stamp_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + tune_stamp_offset_ns();
 }
 
 bool tune_echo_accept(size_t len, uint16_t from_port, uint16_t own_port)

@@ -104,11 +104,22 @@ int tune_probe_parse(const void *buf, size_t len, struct tune_probe *out);
 /*
  * Turn the probe request of len bytes in buf into its answer, in place: the
  * type byte changes, and a timed probe's times become rx_ns and tx_ns (the
- * answerer's CLOCK_MONOTONIC); nothing else (padding and version stay, so an
+ * answerer's tune_stamp_ns()); nothing else (padding and version stay, so an
  * answer is exactly as long as its request). tune_probe_parse()'s errors, or
  * -EBADMSG when it is not a request; buf is unchanged then.
  */
 int tune_probe_answer(void *buf, size_t len, uint64_t rx_ns, uint64_t tx_ns);
+
+/*
+ * The clock an answerer stamps a timed probe with: CLOCK_MONOTONIC plus an
+ * offset drawn at random once a process (tune_stamp_offset_ns(), between
+ * 2^40 and 2^50 ns: 18 minutes to 13 days), so that an answer does not tell
+ * the answerer's uptime. Nothing is lost: a one-way delay carries the two
+ * clocks' offset anyway (only its changes count), and the round trip takes
+ * tx - rx. A restart changes the offset, as a reboot would.
+ */
+uint64_t tune_stamp_ns(void);
+uint64_t tune_stamp_offset_ns(void);
 
 /*
  * May the echo on own_port answer a datagram of len bytes from from_port (if

@@ -3,8 +3,8 @@
  * The UDP echo: a GLib loop on a context and thread of its own, so neither
  * the caller's loop nor a test's blocking sockets have to drive it. What it
  * answers, and with what, is the protocol's rule (tune_echo_accept(),
- * tune_probe_answer(), with GLib's monotonic clock, CLOCK_MONOTONIC, for a
- * timed probe's times); how often, a token bucket per source address.
+ * tune_probe_answer(), with tune_stamp_ns(), CLOCK_MONOTONIC plus a random
+ * offset, for a timed probe's times); how often, a token bucket per source address.
  */
 #include <string.h>
 #include <netinet/in.h>
@@ -139,7 +139,7 @@ static gboolean on_udp(gint fd, GIOCondition cond, gpointer data)
 		 * none. A timed one carries when it came and left: one reading
 		 * for both, the few microseconds between are not worth a second.
 		 */
-		now_ns = (uint64_t)g_get_monotonic_time() * 1000;
+		now_ns = tune_stamp_ns();
 		if (tune_probe_answer(buf, (size_t)n, now_ns, now_ns) < 0)
 			continue;
 		if (!udp_allowed(srv, &from, g_get_monotonic_time()))
