@@ -8,7 +8,7 @@
  * (adapt_quiet: the drift toward the base rate, in time). Traffic (a
  * direction sending a tenth of its rate) sends a probe at once and brings
  * them to every LOADED_TICK_MS until every direction has been idle for a
- * second. The controllers' own timer work (a settle falling due, the far
+ * second, or, unanswered, until the far end is given up on. The controllers' own timer work (a settle falling due, the far
  * end's silence) rides on the same ticks. One probe at the start says
  * whether the far end answers.
  */
@@ -70,6 +70,7 @@ struct adapter {
 	guint probe_src, timer;
 	bool fast;
 	gint64 last_probe_us, loaded_at_us, state_at_us;
+	gint64 answer_at_us; /* the last answer to a probe */
 	bool state_dirty;
 	/* the download, through the rate channel */
 	int rate_fd;
@@ -270,6 +271,22 @@ static void send_probe(struct adapter *a)
 
 static gboolean on_tick(gpointer data);
 
+/*
+ * Probing, no answer for a second and the far end not yet given up on: the
+ * load is not known (it is measured between answers), so the probes go on
+ * until the controllers say the far end is lost (lost_us), however idle the
+ * tunnel looks.
+ */
+static bool unanswered(const struct adapter *a, gint64 t)
+{
+	if (!a->fast || t - a->answer_at_us < IDLE_AFTER_US)
+		return false;
+	for (int i = 0; i < AD_N; i++)
+		if (a->dir[i].on && !a->dir[i].ctl.lost)
+			return true;
+	return false;
+}
+
 static void set_fast(struct adapter *a, bool fast)
 {
 	if (a->fast == fast && a->timer)
@@ -330,7 +347,7 @@ static gboolean on_tick(gpointer data)
 		a->loaded_at_us = (gint64)t;
 	if (a->fast || traffic || !a->last_probe_us)
 		send_probe(a);
-	set_fast(a, (gint64)t - a->loaded_at_us < IDLE_AFTER_US);
+	set_fast(a, (gint64)t - a->loaded_at_us < IDLE_AFTER_US || unanswered(a, (gint64)t));
 	rate_ask_due(a);
 	/* a change within a second; the delays and the load every few seconds */
 	if ((a->state_dirty && (gint64)t - a->state_at_us >= STATE_EVERY_US) ||
@@ -349,6 +366,7 @@ static void on_owd(struct adapter *a, const struct adapt_owd *o)
 		a->unstamped_said = true;
 		return;
 	}
+	a->answer_at_us = g_get_monotonic_time();
 	if (a->lost_said) {
 		log_info("%s: adapt: %s answers probes again", a->ifname, a->server);
 		a->lost_said = false;
