@@ -308,6 +308,11 @@ run_row() {
 		fi
 		[ "$WG_RC" = 0 ] || die "wgshape set failed"
 		ca_start
+		# its start checks the config a subshell a key (seconds in the
+		# VM); "Started" once its pinger runs
+		: >>"$CA_LOG"
+		wait_for 60 "$CA_LOG" 0 grep -q -m1 '^INFO.*Started cake-autorate' ||
+			info "cake-autorate did not say it started within 60 s"
 		sleep 5 # its pingers' baselines: a span of time, not an event
 		# dead already: the row still runs (the others' figures stand),
 		# marked invalid below
