@@ -212,6 +212,12 @@ ca_setup() {
 		done
 	fi
 	mkdir -p "$LAB_TMP/ca"
+	# it refuses to start with connection_active_thr_kbps over either
+	# minimum (p90/10: 37 kbit/s on a line scaled by 0.05)
+	local thr=50
+	[ "$thr" -le $((DN_P90 / 10)) ] || thr=$((DN_P90 / 10))
+	[ "$thr" -le $((UP_P90 / 10)) ] || thr=$((UP_P90 / 10))
+	[ "$thr" -ge 1 ] || thr=1
 	cat >"$LAB_TMP/ca/config.primary.sh" <<CONF
 dl_if=ifb4wg0
 ul_if=wg0
@@ -223,7 +229,7 @@ max_dl_shaper_rate_kbps=$DN_P90
 min_ul_shaper_rate_kbps=$((UP_P90 / 10))
 base_ul_shaper_rate_kbps=$UP_P90
 max_ul_shaper_rate_kbps=$UP_P90
-connection_active_thr_kbps=50
+connection_active_thr_kbps=$thr
 pinger_method=fping
 reflectors=("$SRV_TUN4")
 no_pingers=1
