@@ -212,6 +212,12 @@ ca_setup() {
 		done
 	fi
 	mkdir -p "$LAB_TMP/ca"
+	# it refuses to start with connection_active_thr_kbps over either
+	# minimum (p90/10: 37 kbit/s on a line scaled by 0.05)
+	local thr=50
+	[ "$thr" -le $((DN_P90 / 10)) ] || thr=$((DN_P90 / 10))
+	[ "$thr" -le $((UP_P90 / 10)) ] || thr=$((UP_P90 / 10))
+	[ "$thr" -ge 1 ] || thr=1
 	cat >"$LAB_TMP/ca/config.primary.sh" <<CONF
 dl_if=ifb4wg0
 ul_if=wg0
@@ -223,15 +229,30 @@ max_dl_shaper_rate_kbps=$DN_P90
 min_ul_shaper_rate_kbps=$((UP_P90 / 10))
 base_ul_shaper_rate_kbps=$UP_P90
 max_ul_shaper_rate_kbps=$UP_P90
-connection_active_thr_kbps=50
+connection_active_thr_kbps=$thr
 pinger_method=fping
 reflectors=("$SRV_TUN4")
 no_pingers=1
 reflector_ping_interval_s=0.05
 randomize_reflectors=0
-log_file_path_override=$LAB_TMP/ca/cake-autorate.log
+log_file_path_override=$LAB_TMP/ca
 output_cake_changes=1
 CONF
+}
+# its log: log_file_path_override names a folder, the file in it is
+# cake-autorate.INSTANCE.log (INSTANCE from config.INSTANCE.sh). With the
+# override wrong, or before it reads it, it logs to /var/log instead; its
+# stdout, not a terminal, says nothing of errors.
+CA_LOG=$LAB_TMP/ca/cake-autorate.primary.log
+ca_said() {
+	local f
+	for f in "$CA_LOG" /var/log/cake-autorate.primary.log /var/log/cake-autorate.log; do
+		[ -s "$f" ] || continue
+		printf '%s: ' "$f"
+		grep -E '^(ERROR|WARNING)' "$f" | tail -3 | tr '\n' ' '
+		tail -2 "$f" | tr '\n' ' '
+	done
+	tail -3 "$LAB_TMP/ca/out" 2>/dev/null | tr '\n' ' '
 }
 ca_start() {
 	CA_CG=$(cgroup_new cake-autorate) || CA_CG=''
@@ -293,8 +314,15 @@ run_row() {
 		fi
 		[ "$WG_RC" = 0 ] || die "wgshape set failed"
 		ca_start
+		# its start checks the config a subshell a key (seconds in the
+		# VM); "Started" once its pinger runs
+		: >>"$CA_LOG"
+		wait_for 60 "$CA_LOG" 0 grep -q -m1 '^INFO.*Started cake-autorate' ||
+			info "cake-autorate did not say it started within 60 s"
 		sleep 5 # its pingers' baselines: a span of time, not an event
-		kill -0 "$APID" 2>/dev/null || die "cake-autorate did not start: $(tail -5 "$LAB_TMP/ca/out")"
+		# dead already: the row still runs (the others' figures stand),
+		# marked invalid below
+		kill -0 "$APID" 2>/dev/null || fail "cake-autorate did not start: $(ca_said)"
 		;;
 	*) die "scenario-traces.sh: no row '$row'" ;;
 	esac
@@ -336,19 +364,29 @@ run_row() {
 		[ -z "$keep" ] || cp "$ATRACE" "$keep" 2>/dev/null || true
 	fi
 	if [ "$row" = cake-autorate ]; then
-		if kill -0 "$APID" 2>/dev/null; then
+		# kill -0 alone would take a zombie for alive; $APID is bash
+		# itself (sh, ip netns exec and env exec it)
+		if kill -0 "$APID" 2>/dev/null && [ "$(awk '{ print $3 }' "/proc/$APID/stat" 2>/dev/null)" != Z ]; then
 			pass "cake-autorate still runs at the end of its row"
 		else
-			fail "cake-autorate died during its row (its row is the unshaped one): $(tail -5 "$LAB_TMP/ca/out")"
+			fail "cake-autorate died during its row (its row is the p90 cakes left alone): $(ca_said)"
+			echo "died" >"$LAB_TMP/$row.invalid"
 		fi
 		[ -z "${CA_CG:-}" ] || cpu=$(cgroup_per_hour "$LAB_TMP/$row.cpu0" "$LAB_TMP/$row.cpu1")
-		info "cake-autorate: $(grep -c 'SHAPER' "$LAB_TMP/ca/cake-autorate.log" 2>/dev/null || echo 0) shaper lines in its log; cli's cakes now $(root_field cli wg0 .options.bandwidth) / $(root_field cli ifb4wg0 .options.bandwidth) B/s"
+		# SHAPER lines: its tc changes (output_cake_changes=1), the two
+		# at its start included
+		CA_CHANGES=$(grep -c '^SHAPER' "$CA_LOG" 2>/dev/null || true)
+		info "cake-autorate: ${CA_CHANGES:-0} shaper changes in its log; cli's cakes now $(root_field cli wg0 .options.bandwidth) / $(root_field cli ifb4wg0 .options.bandwidth) B/s"
+		if [ "${CA_CHANGES:-0}" -le 2 ] && [ ! -e "$LAB_TMP/$row.invalid" ]; then
+			fail "cake-autorate changed no rate in its row"
+			echo "no rate changed" >"$LAB_TMP/$row.invalid"
+		fi
 		kill "$APID" 2>/dev/null || true
 		wait "$APID" 2>/dev/null || true
 		APID=''
 		local keep
 		keep=$(lab_keep_path "traces-$TRACE-cake-autorate.log")
-		[ -z "$keep" ] || cp "$LAB_TMP/ca/cake-autorate.log" "$keep" 2>/dev/null || true
+		[ -z "$keep" ] || cp "$CA_LOG" "$keep" 2>/dev/null || true
 	fi
 	if [ -n "$SPID" ]; then
 		stop_daemon "$SPID"
@@ -412,7 +450,9 @@ for r in $ROWS; do
 	fi
 	CPUP=-
 	[ "$CPU" = - ] || CPUP=$(awk -v c="$CPU" 'BEGIN { printf "%.2f", c / 36 }')
-	printf '   | %-13s | %6s | %6s | %7s | %7s | %7s | %5s | %9s |\n' "$r" "$(pct "$DN" "$DN_CAN")" \
+	NAME=$r
+	[ ! -e "$LAB_TMP/$r.invalid" ] || NAME="$r (INVALID: $(cat "$LAB_TMP/$r.invalid"))"
+	printf '   | %-13s | %6s | %6s | %7s | %7s | %7s | %5s | %9s |\n' "$NAME" "$(pct "$DN" "$DN_CAN")" \
 		"$([ -n "$UP_RATES" ] && pct "$UP" "$UP_CAN" || echo -)" "$P50" "$P95" "$P99" "$LOST" "$CPUP"
 done
 for r in $ROWS; do
