@@ -12,6 +12,7 @@
 
 #include "safe-tmp.h"
 #include "shape/cake.h"
+#include "shape/engine.h"
 #include "shape/tree-plan.h"
 #include "shape/state.h"
 
@@ -689,6 +690,91 @@ static void test_plan_scale(void)
 	g_free(peers);
 }
 
+/* shape_peers_update as it reads, every lookup a walk. */
+static struct peer_want *ref_peer_in(GArray *peers, const uint8_t *key)
+{
+	for (guint i = 0; peers && i < peers->len; i++)
+		if (!memcmp(g_array_index(peers, struct peer_want, i).key, key, WG_KEY_LEN))
+			return &g_array_index(peers, struct peer_want, i);
+	return NULL;
+}
+
+static GArray *ref_peers_update(GArray *before, const struct shape_request *req)
+{
+	GArray *now = g_array_new(false, true, sizeof(struct peer_want));
+
+	for (guint i = 0; i < before->len; i++) {
+		const struct peer_want *w = &g_array_index(before, struct peer_want, i);
+
+		if (req->peers_action == PEERS_ONE || !strcmp(w->source, "set"))
+			g_array_append_val(now, *w);
+	}
+	for (size_t i = 0; i < req->n_peers; i++) {
+		const struct peer_want *old = ref_peer_in(before, req->peers[i].key);
+		struct peer_want *have = ref_peer_in(now, req->peers[i].key), w = req->peers[i];
+
+		if (!w.rate) {
+			if (have)
+				g_array_remove_index(now, (guint)(have - (struct peer_want *)(void *)
+								       now->data));
+			continue;
+		}
+		w.minor = have ? have->minor : 0;
+		if (have)
+			*have = w;
+		else
+			g_array_append_val(now, w);
+		if (old)
+			ref_peer_in(now, w.key)->minor = old->minor;
+	}
+	return now;
+}
+
+/*
+ * A request naming every peer (apply) against the state: by hash, as the
+ * walk gives it, in the same order; keys drawn from a few so that a state
+ * that names a key twice, a peer taken out and put back, and peers set by
+ * hand all come up.
+ */
+static void test_peers_update(void)
+{
+	g_autoptr(GRand) rnd = g_rand_new_with_seed(27);
+
+	for (int round = 0; round < 200; round++) {
+		struct shape_state st = { 0 };
+		g_autoptr(GArray) before = g_array_new(false, true, sizeof(struct peer_want));
+		g_autoptr(GArray) req_peers = g_array_new(false, true, sizeof(struct peer_want));
+		g_autoptr(GArray) expect = NULL;
+		struct shape_request req = { .peers_action = round % 3 ? PEERS_ALL : PEERS_ONE };
+		int keys = g_rand_int_range(rnd, 1, 40);
+
+		for (int i = g_rand_int_range(rnd, 0, 60); i > 0; i--) {
+			struct peer_want w = want((uint8_t)g_rand_int_range(rnd, 0, keys),
+						  (uint64_t)g_rand_int_range(rnd, 1, 1000));
+
+			w.minor = (uint16_t)g_rand_int_range(rnd, 0x10, 0x1000);
+			g_strlcpy(w.source, g_rand_boolean(rnd) ? "set" : "config x:1",
+				  sizeof(w.source));
+			g_array_append_val(before, w);
+		}
+		for (int i = g_rand_int_range(rnd, 0, 60); i > 0; i--) {
+			struct peer_want w = want((uint8_t)g_rand_int_range(rnd, 0, keys),
+						  (uint64_t)g_rand_int_range(rnd, 0, 4) * 1000);
+
+			g_array_append_val(req_peers, w);
+		}
+		req.peers = (const struct peer_want *)(void *)req_peers->data;
+		req.n_peers = req_peers->len;
+		expect = ref_peers_update(before, &req);
+		st.peers = g_array_copy(before);
+		shape_peers_update(&st, &req);
+		g_assert_cmpuint(st.peers->len, ==, expect->len);
+		g_assert_cmpmem(st.peers->data, st.peers->len * sizeof(struct peer_want), expect->data,
+				expect->len * sizeof(struct peer_want));
+		shape_state_clear(&st);
+	}
+}
+
 static void test_state(void)
 {
 	g_autofree char *dir = safe_tmp_dir("wgshape-peers");
@@ -735,6 +821,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/peers/key-canonical", test_key_canonical);
 	g_test_add_func("/peers/diff", test_diff);
 	g_test_add_func("/peers/plan-scale", test_plan_scale);
+	g_test_add_func("/peers/update", test_peers_update);
 	g_test_add_func("/peers/state", test_state);
 	return g_test_run();
 }
