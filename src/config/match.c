@@ -63,26 +63,11 @@ static bool peer_names(const struct conf_peer *p, const char *ifname)
 	return false;
 }
 
-static guint key_hash(gconstpointer p)
-{
-	const uint8_t *k = p;
-	guint h = 2166136261u;
-
-	for (size_t i = 0; i < WG_KEY_LEN; i++)
-		h = (h ^ k[i]) * 16777619u;
-	return h;
-}
-
-static gboolean key_equal(gconstpointer a, gconstpointer b)
-{
-	return memcmp(a, b, WG_KEY_LEN) == 0;
-}
-
 void config_peers_for(const struct config *cfg, const char *ifname, const uint8_t *present,
 		      size_t n_present, GArray *out)
 {
 	/* the present keys by hash: a walk per [peer] is 10^8 steps at 10,000 peers */
-	g_autoptr(GHashTable) here = g_hash_table_new(key_hash, key_equal);
+	g_autoptr(GHashTable) here = g_hash_table_new(wg_key_hash, wg_key_equal);
 
 	for (size_t i = 0; i < n_present; i++)
 		g_hash_table_add(here, (gpointer)(present + i * WG_KEY_LEN));

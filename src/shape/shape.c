@@ -204,21 +204,6 @@ static int overhead_for(struct netlink *nl, const char *ifname, const struct lin
 	return 0;
 }
 
-static guint key_hash(gconstpointer p)
-{
-	const uint8_t *k = p;
-	guint h = 2166136261u;
-
-	for (size_t i = 0; i < WG_KEY_LEN; i++)
-		h = (h ^ k[i]) * 16777619u;
-	return h;
-}
-
-static gboolean key_equal(gconstpointer a, gconstpointer b)
-{
-	return memcmp(a, b, WG_KEY_LEN) == 0;
-}
-
 /*
  * The peers being built, with each key's first live entry by hash (index + 1),
  * so that a request naming every peer takes no walk per peer. A peer taken
@@ -292,7 +277,7 @@ static void peer_put(struct peer_list *now, const struct peer_want *w)
 void shape_peers_update(struct shape_state *st, const struct shape_request *req)
 {
 	struct peer_list now;
-	g_autoptr(GHashTable) before = g_hash_table_new(key_hash, key_equal);
+	g_autoptr(GHashTable) before = g_hash_table_new(wg_key_hash, wg_key_equal);
 	GArray *kept;
 
 	if (req->peers_action == PEERS_KEEP)
@@ -301,7 +286,7 @@ void shape_peers_update(struct shape_state *st, const struct shape_request *req)
 	now.peers = g_array_sized_new(false, true, sizeof(struct peer_want),
 				      (st->peers ? st->peers->len : 0) + (guint)req->n_peers);
 	now.gone = g_array_new(false, true, sizeof(bool));
-	now.first = g_hash_table_new(key_hash, key_equal);
+	now.first = g_hash_table_new(wg_key_hash, wg_key_equal);
 	now.dups = false;
 	for (guint i = st->peers ? st->peers->len : 0; i-- > 0;)
 		g_hash_table_insert(before, g_array_index(st->peers, struct peer_want, i).key,

@@ -68,33 +68,13 @@ static int assign_minors(struct peer_want *wants, size_t n)
 }
 
 /*
- * Keys as hash table keys (pointers to WG_KEY_LEN bytes). A key is a
- * Curve25519 point, as good as random: its first bytes are hash enough, and
- * the rest mixes in so that made-up keys (tests, benchmarks) spread too.
- */
-static guint key_hash(gconstpointer p)
-{
-	const uint8_t *k = p;
-	guint h = 2166136261u;
-
-	for (size_t i = 0; i < WG_KEY_LEN; i++)
-		h = (h ^ k[i]) * 16777619u;
-	return h;
-}
-
-static gboolean key_equal(gconstpointer a, gconstpointer b)
-{
-	return memcmp(a, b, WG_KEY_LEN) == 0;
-}
-
-/*
  * A table from key to the first of n entries with that key (the first, as a
  * walk from the start would find it), each stride bytes after the last; the
  * value is the entry's index + 1.
  */
 static GHashTable *index_keys(const void *base, size_t n, size_t stride)
 {
-	GHashTable *t = g_hash_table_new(key_hash, key_equal);
+	GHashTable *t = g_hash_table_new(wg_key_hash, wg_key_equal);
 
 	for (size_t i = n; i-- > 0;)
 		g_hash_table_insert(t, (uint8_t *)base + i * stride, GSIZE_TO_POINTER(i + 1));
