@@ -102,9 +102,15 @@ void config_peers_for(const struct config *cfg, const char *ifname, const uint8_
 static const struct conf_peer *peer_of(const struct config *cfg, const char *ifname,
 				       const uint8_t *key)
 {
-	for (guint i = 0; i < cfg->peers->len; i++) {
-		const struct conf_peer *p = cfg->peers->pdata[i];
+	const struct conf_peer *p;
 
+	if (cfg->peer_keys) {
+		/* finished: each key is one [peer]'s */
+		p = g_hash_table_lookup(cfg->peer_keys, key);
+		return p && (!p->ifaces || peer_names(p, ifname)) ? p : NULL;
+	}
+	for (guint i = 0; i < cfg->peers->len; i++) {
+		p = cfg->peers->pdata[i];
 		if (!memcmp(p->key, key, WG_KEY_LEN) && (!p->ifaces || peer_names(p, ifname)))
 			return p;
 	}
