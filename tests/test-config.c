@@ -1600,6 +1600,20 @@ static void test_rate_channel(void)
 	g_assert_null(config_peer_name(cfg, "wg0", key));
 	config_peers_for(cfg, "wg1", NULL, 0, peers);
 	g_assert_cmpuint(peers->len, ==, 0);
+	/* laptop names no interface: on wg0 when WireGuard has its key there, among others */
+	{
+		uint8_t present[3 * WG_KEY_LEN];
+
+		memset(present, 9, WG_KEY_LEN);
+		memset(present + WG_KEY_LEN, 0, WG_KEY_LEN);
+		memset(present + 2 * WG_KEY_LEN, 3, WG_KEY_LEN);
+		config_peers_for(cfg, "wg0", present, 3, peers);
+		g_assert_cmpuint(peers->len, ==, 1);
+		g_assert_cmpstr(g_array_index(peers, struct peer_want, 0).name, ==, "laptop");
+		g_array_set_size(peers, 0);
+		config_peers_for(cfg, "wg0", present, 1, peers);
+		g_assert_cmpuint(peers->len, ==, 0);
+	}
 
 	home = cfg->networks->pdata[0];
 	cafe = cfg->networks->pdata[1];

@@ -11,6 +11,8 @@
 #include <glib/gstdio.h>
 
 #include "safe-tmp.h"
+#include "shape/cake.h"
+#include "shape/engine.h"
 #include "shape/tree-plan.h"
 #include "shape/state.h"
 
@@ -389,6 +391,390 @@ static void test_diff(void)
 	peers_free(peers, G_N_ELEMENTS(peers));
 }
 
+/*
+ * The planner at scale looks peers, classes and filters up by hash; this
+ * pins it to the straightforward reading: the kernel's lists walked in full
+ * for every lookup (ref_diff), and a plan checked peer by peer against how
+ * the input was made. The input is shuffled (wants in another order than
+ * WireGuard's peers, the kernel's lists in any order) and has every case:
+ * unshaped peers, wants for absent peers, a key wanted twice, overlapping
+ * AllowedIPs, and a kernel with changed rates, missing or foreign leaves,
+ * a misplaced class, stale classes and filters.
+ */
+#define SCALE_PEERS 2000u
+
+static bool same_prefix(const struct tc_prefix *a, const struct tc_prefix *b)
+{
+	return a->family == b->family && a->prefixlen == b->prefixlen &&
+	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
+}
+
+static void ref_push(GArray *ops, enum tree_op_kind kind, const struct tree_class *c)
+{
+	struct tree_op op = { .kind = kind, .minor = c->minor, .rate = c->rate, .ceil = c->ceil,
+			      .cake = c->cake };
+
+	g_array_append_val(ops, op);
+}
+
+static bool ref_planned(const struct tree_plan *p, uint32_t classid)
+{
+	for (guint i = 0; i < p->classes->len; i++)
+		if (TREE_HANDLE(g_array_index(p->classes, struct tree_class, i).minor) == classid)
+			return true;
+	return false;
+}
+
+static bool ref_filter_planned(const struct tree_plan *p, const struct flower_info *f)
+{
+	for (guint i = 0; i < p->filters->len; i++) {
+		const struct tree_filter *t = &g_array_index(p->filters, struct tree_filter, i);
+
+		if (same_prefix(&t->dst, &f->dst) && TREE_HANDLE(t->minor) == f->classid)
+			return true;
+	}
+	return false;
+}
+
+/* tree_diff as its header says it, every lookup a walk. */
+static void ref_diff(const struct tree_plan *p, const struct tree_kernel *k, GArray *ops)
+{
+	g_autoptr(GArray) fdels = g_array_new(false, true, sizeof(struct tree_op));
+	g_autoptr(GArray) fadds = g_array_new(false, true, sizeof(struct tree_op));
+	g_autoptr(GArray) cdels = g_array_new(false, true, sizeof(struct tree_op));
+	g_autoptr(GArray) mid = g_array_new(false, true, sizeof(struct tree_op));
+	g_autofree bool *kept = g_new0(bool, k->n_filters + 1);
+
+	for (size_t i = 0; i < k->n_filters; i++) {
+		struct tree_op op = { .kind = TREE_FILTER_DEL, .filter = k->filters[i] };
+		bool dup = false;
+
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = kept[j] && same_prefix(&k->filters[j].dst, &k->filters[i].dst) &&
+			      k->filters[j].classid == k->filters[i].classid;
+		kept[i] = !dup && ref_filter_planned(p, &k->filters[i]);
+		if (!kept[i])
+			g_array_append_val(fdels, op);
+	}
+	for (guint i = 0; i < p->filters->len; i++) {
+		const struct tree_filter *f = &g_array_index(p->filters, struct tree_filter, i);
+		struct tree_op op = { .kind = TREE_FILTER_ADD, .minor = f->minor };
+		bool there = false;
+
+		for (size_t j = 0; j < k->n_filters && !there; j++)
+			there = kept[j] && same_prefix(&k->filters[j].dst, &f->dst) &&
+				k->filters[j].classid == TREE_HANDLE(f->minor);
+		if (there)
+			continue;
+		op.filter = (struct flower_info){ .parent = TREE_HANDLE(0), .dst = f->dst,
+						  .classid = TREE_HANDLE(f->minor) };
+		op.filter.prio = f->dst.family == AF_INET ? TREE_PRIO_V4 : TREE_PRIO_V6;
+		g_array_append_val(fadds, op);
+	}
+	for (guint i = 0; i < p->classes->len; i++) {
+		const struct tree_class *c = &g_array_index(p->classes, struct tree_class, i);
+		const struct tc_class_info *kc = NULL;
+		const struct qdisc_info *leaf = NULL;
+		uint32_t parent = c->minor == TREE_CAP_MINOR ? 0xffffffffu : TREE_HANDLE(1);
+
+		for (size_t j = 0; j < k->n_classes && !kc; j++)
+			if (k->classes[j].classid == TREE_HANDLE(c->minor))
+				kc = &k->classes[j];
+		for (size_t j = 0; j < k->n_qdiscs && !leaf; j++)
+			if (k->qdiscs[j].parent == TREE_HANDLE(c->minor))
+				leaf = &k->qdiscs[j];
+		if (kc && kc->parent != parent &&
+		    !(c->minor == TREE_CAP_MINOR && kc->parent == TREE_HANDLE(0))) {
+			ref_push(cdels, TREE_CLASS_DEL, c);
+			kc = NULL;
+		}
+		if (!kc) {
+			ref_push(mid, TREE_CLASS_ADD, c);
+			if (c->leaf)
+				ref_push(mid, TREE_LEAF_ADD, c);
+			continue;
+		}
+		if (kc->rate != c->rate || kc->ceil != c->ceil)
+			ref_push(mid, TREE_CLASS_CHANGE, c);
+		if (c->leaf && (!leaf || strcmp(leaf->kind, "cake") != 0))
+			ref_push(mid, TREE_LEAF_ADD, c);
+		else if (c->leaf && !cake_opts_hold(&leaf->cake, &c->cake))
+			ref_push(mid, TREE_LEAF_CHANGE, c);
+	}
+	for (size_t i = 0; i < k->n_classes; i++) {
+		uint32_t id = k->classes[i].classid;
+		struct tree_op op = { .kind = TREE_CLASS_DEL, .minor = (uint16_t)(id & 0xffff) };
+
+		if ((id >> 16) == TREE_MAJOR && !ref_planned(p, id))
+			g_array_append_val(cdels, op);
+	}
+	g_array_append_vals(ops, fdels->data, fdels->len);
+	for (guint i = 0; i < cdels->len; i++)
+		if (ref_planned(p, TREE_HANDLE(g_array_index(cdels, struct tree_op, i).minor)))
+			g_array_append_val(ops, g_array_index(cdels, struct tree_op, i));
+	g_array_append_vals(ops, mid->data, mid->len);
+	g_array_append_vals(ops, fadds->data, fadds->len);
+	for (guint i = 0; i < cdels->len; i++)
+		if (!ref_planned(p, TREE_HANDLE(g_array_index(cdels, struct tree_op, i).minor)))
+			g_array_append_val(ops, g_array_index(cdels, struct tree_op, i));
+}
+
+static void shuffle(GRand *rnd, void *base, size_t n, size_t size)
+{
+	g_autofree uint8_t *tmp = g_malloc(size);
+	uint8_t *b = base;
+
+	for (size_t i = n; i > 1; i--) {
+		size_t j = (size_t)g_rand_int_range(rnd, 0, (gint32)i);
+
+		memcpy(tmp, b + (i - 1) * size, size);
+		memcpy(b + (i - 1) * size, b + j * size, size);
+		memcpy(b + j * size, tmp, size);
+	}
+}
+
+/* The peer (index) whose 10.a.b.c/32 or fd00::a:b:c/128 this is; peer 7's /24 holds 10.0.0.x. */
+static size_t peer_of_prefix(const struct tc_prefix *p)
+{
+	const uint8_t *a = p->family == AF_INET ? &p->addr[1] : &p->addr[13];
+
+	return ((size_t)a[0] << 16 | (size_t)a[1] << 8 | a[2]) - 0x100;
+}
+
+static void test_plan_scale(void)
+{
+	g_autoptr(GRand) rnd = g_rand_new_with_seed(4);
+	struct wg_peer *peers = g_new0(struct wg_peer, SCALE_PEERS);
+	/* every peer but each fifth, 50 absent ones, and peer 3's key twice */
+	g_autoptr(GArray) wants = g_array_new(false, true, sizeof(struct peer_want));
+	g_autofree struct peer_want **want_of = g_new0(struct peer_want *, SCALE_PEERS);
+	struct tree_kernel kv;
+	struct fake_kernel k;
+	struct tree_plan p;
+	struct tree_input in = { peers, SCALE_PEERS, NULL, 0, 50000000, { 0 } };
+	g_autoptr(GArray) ops = g_array_new(false, true, sizeof(struct tree_op));
+	g_autoptr(GArray) want_ops = g_array_new(false, true, sizeof(struct tree_op));
+	guint n_classes = 2, shaped = 0;
+
+	for (size_t i = 0; i < SCALE_PEERS; i++) {
+		uint32_t host = (uint32_t)i + 0x100;
+
+		for (size_t b = 0; b < WG_KEY_LEN; b++)
+			peers[i].key[b] = (uint8_t)g_rand_int_range(rnd, 0, 256);
+		peers[i].allowed = g_new0(struct tc_prefix, 2);
+		peers[i].n_allowed = 2;
+		peers[i].allowed[0] = (struct tc_prefix){ .family = AF_INET, .prefixlen = 32,
+			.addr = { 10, (uint8_t)(host >> 16), (uint8_t)(host >> 8), (uint8_t)host } };
+		peers[i].allowed[1] = (struct tc_prefix){ .family = AF_INET6, .prefixlen = 128,
+			.addr = { 0xfd, [13] = (uint8_t)(host >> 16), [14] = (uint8_t)(host >> 8),
+				  [15] = (uint8_t)host } };
+	}
+	/* peer 7 also holds 10.0.1.0/24, over peers 0 to 255's addresses: overlaps */
+	peers[7].allowed[1] = pfx("10.0.1.0/24");
+	for (size_t i = 0; i < SCALE_PEERS; i++) {
+		struct peer_want w = { .rate = 10000 + 37 * i, .minor = i % 3 ? 0 : 0x10 + i };
+
+		memcpy(w.key, peers[i].key, WG_KEY_LEN);
+		if (i % 5)
+			g_array_append_val(wants, w);
+	}
+	for (size_t i = 0; i < 50; i++) {
+		struct peer_want w = { .rate = 5000 };
+
+		memset(w.key, 0, WG_KEY_LEN);
+		w.key[0] = (uint8_t)i;
+		g_array_append_val(wants, w);
+	}
+	shuffle(rnd, wants->data, wants->len, sizeof(struct peer_want));
+	{
+		struct peer_want w = { .rate = 1, .minor = 0x30 }; /* peer 3 again: not used */
+
+		memcpy(w.key, peers[3].key, WG_KEY_LEN);
+		g_array_append_val(wants, w);
+	}
+	in.wants = (struct peer_want *)(void *)wants->data;
+	in.n_wants = wants->len;
+
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	/* the first want with a peer's key is its want, as a walk would find it */
+	for (guint i = 0; i < wants->len; i++)
+		for (size_t j = 0; j < SCALE_PEERS; j++)
+			if (!want_of[j] && !memcmp(in.wants[i].key, peers[j].key, WG_KEY_LEN))
+				want_of[j] = &in.wants[i];
+	/* classes: the cap, the default, then every want whose peer is there, in their order */
+	for (guint i = 0; i < wants->len; i++) {
+		const struct tree_class *c;
+		bool there = false;
+
+		for (size_t j = 0; j < SCALE_PEERS && !there; j++)
+			there = !memcmp(in.wants[i].key, peers[j].key, WG_KEY_LEN);
+		if (!there)
+			continue;
+		c = &g_array_index(p.classes, struct tree_class, n_classes++);
+		g_assert_cmpuint(c->minor, ==, in.wants[i].minor);
+		g_assert_cmpint(c->want, ==, (int)i);
+		g_assert_cmpuint(c->ceil, ==, in.wants[i].rate);
+	}
+	g_assert_cmpuint(p.classes->len, ==, n_classes);
+	/* filters: a shaped peer's own addresses, to its first want's class, in address order */
+	for (guint i = 0; i < p.filters->len; i++) {
+		const struct tree_filter *f = &g_array_index(p.filters, struct tree_filter, i);
+		size_t peer = peer_of_prefix(&f->dst);
+
+		g_assert_cmpuint(peer, <, SCALE_PEERS);
+		/* 0 to 255's IPv4 addresses are under peer 7's /24 (but for its own) */
+		if (f->dst.family == AF_INET)
+			g_assert_true(peer >= 256 || peer == 7);
+		g_assert_nonnull(want_of[peer]);
+		g_assert_cmpuint(f->minor, ==, want_of[peer]->minor);
+		if (i)
+			g_assert_cmpint(memcmp(&f[-1].dst, &f->dst, sizeof(f->dst)), !=, 0);
+	}
+	/* two filters a shaped peer, one below 256 (peer 7: its IPv4 address, not its /24) */
+	for (size_t j = 0; j < SCALE_PEERS; j++)
+		shaped += want_of[j] ? (j < 256 ? 1 : 2) : 0;
+	g_assert_cmpuint(p.filters->len, ==, shaped);
+	g_assert_cmpuint(p.warnings->len, >, 200); /* the overlaps, each named */
+
+	/* a kernel that has drifted, its lists shuffled */
+	kernel_from_plan(&p, &k);
+	for (guint i = 3; i < k.classes->len; i += 97)
+		g_array_index(k.classes, struct tc_class_info, i).rate += 1;
+	for (guint i = 5; i < k.qdiscs->len; i += 89)
+		g_strlcpy(g_array_index(k.qdiscs, struct qdisc_info, i).kind, "fq_codel", 32);
+	g_array_remove_index(k.qdiscs, 11);
+	g_array_index(k.classes, struct tc_class_info, 20).parent = TREE_HANDLE(2); /* misplaced */
+	{
+		struct tc_class_info stale = { .classid = TREE_HANDLE(0xfff0), .parent = TREE_HANDLE(1) };
+		struct tc_class_info other = { .classid = 0x20010, .parent = 0x20000 };
+		struct flower_info f = { .parent = TREE_HANDLE(0), .prio = 1, .handle = 9999,
+					 .dst = pfx("10.200.0.1/32"), .classid = TREE_HANDLE(0x11) };
+
+		g_array_append_val(k.classes, stale);
+		g_array_append_val(k.classes, other);
+		g_array_append_val(k.filters, f);
+		/* a planned filter twice: one stays, one goes */
+		g_array_append_val(k.filters, g_array_index(k.filters, struct flower_info, 40));
+	}
+	g_array_remove_index(k.filters, 100);
+	shuffle(rnd, k.classes->data, k.classes->len, sizeof(struct tc_class_info));
+	shuffle(rnd, k.qdiscs->data, k.qdiscs->len, sizeof(struct qdisc_info));
+	shuffle(rnd, k.filters->data, k.filters->len, sizeof(struct flower_info));
+	kv = view(&k);
+	tree_diff(&p, &kv, ops);
+	ref_diff(&p, &kv, want_ops);
+	g_assert_cmpuint(ops->len, ==, want_ops->len);
+	g_assert_cmpuint(ops->len, >, 40);
+	for (guint i = 0; i < ops->len; i++) {
+		const struct tree_op *a = &g_array_index(ops, struct tree_op, i);
+		const struct tree_op *b = &g_array_index(want_ops, struct tree_op, i);
+
+		g_assert_cmpint(a->kind, ==, b->kind);
+		g_assert_cmpuint(a->minor, ==, b->minor);
+		g_assert_cmpuint(a->rate, ==, b->rate);
+		g_assert_cmpuint(a->ceil, ==, b->ceil);
+		g_assert_cmpmem(&a->cake, sizeof(a->cake), &b->cake, sizeof(b->cake));
+		g_assert_cmpmem(&a->filter, sizeof(a->filter), &b->filter, sizeof(b->filter));
+	}
+	/* and once the kernel holds the plan, nothing to do */
+	kernel_free(&k);
+	kernel_from_plan(&p, &k);
+	kv = view(&k);
+	g_array_set_size(ops, 0);
+	tree_diff(&p, &kv, ops);
+	g_assert_cmpuint(ops->len, ==, 0);
+	kernel_free(&k);
+	tree_plan_clear(&p);
+	peers_free(peers, SCALE_PEERS);
+	g_free(peers);
+}
+
+/* shape_peers_update as it reads, every lookup a walk. */
+static struct peer_want *ref_peer_in(GArray *peers, const uint8_t *key)
+{
+	for (guint i = 0; peers && i < peers->len; i++)
+		if (!memcmp(g_array_index(peers, struct peer_want, i).key, key, WG_KEY_LEN))
+			return &g_array_index(peers, struct peer_want, i);
+	return NULL;
+}
+
+static GArray *ref_peers_update(GArray *before, const struct shape_request *req)
+{
+	GArray *now = g_array_new(false, true, sizeof(struct peer_want));
+
+	for (guint i = 0; i < before->len; i++) {
+		const struct peer_want *w = &g_array_index(before, struct peer_want, i);
+
+		if (req->peers_action == PEERS_ONE || !strcmp(w->source, "set"))
+			g_array_append_val(now, *w);
+	}
+	for (size_t i = 0; i < req->n_peers; i++) {
+		const struct peer_want *old = ref_peer_in(before, req->peers[i].key);
+		struct peer_want *have = ref_peer_in(now, req->peers[i].key), w = req->peers[i];
+
+		if (!w.rate) {
+			if (have)
+				g_array_remove_index(now, (guint)(have - (struct peer_want *)(void *)
+								       now->data));
+			continue;
+		}
+		w.minor = have ? have->minor : 0;
+		if (have)
+			*have = w;
+		else
+			g_array_append_val(now, w);
+		if (old)
+			ref_peer_in(now, w.key)->minor = old->minor;
+	}
+	return now;
+}
+
+/*
+ * A request naming every peer (apply) against the state: by hash, as the
+ * walk gives it, in the same order; keys drawn from a few so that a state
+ * that names a key twice, a peer taken out and put back, and peers set by
+ * hand all come up.
+ */
+static void test_peers_update(void)
+{
+	g_autoptr(GRand) rnd = g_rand_new_with_seed(27);
+
+	for (int round = 0; round < 200; round++) {
+		struct shape_state st = { 0 };
+		g_autoptr(GArray) before = g_array_new(false, true, sizeof(struct peer_want));
+		g_autoptr(GArray) req_peers = g_array_new(false, true, sizeof(struct peer_want));
+		g_autoptr(GArray) expect = NULL;
+		struct shape_request req = { .peers_action = round % 3 ? PEERS_ALL : PEERS_ONE };
+		int keys = g_rand_int_range(rnd, 1, 40);
+
+		for (int i = g_rand_int_range(rnd, 0, 60); i > 0; i--) {
+			struct peer_want w = want((uint8_t)g_rand_int_range(rnd, 0, keys),
+						  (uint64_t)g_rand_int_range(rnd, 1, 1000));
+
+			w.minor = (uint16_t)g_rand_int_range(rnd, 0x10, 0x1000);
+			g_strlcpy(w.source, g_rand_boolean(rnd) ? "set" : "config x:1",
+				  sizeof(w.source));
+			g_array_append_val(before, w);
+		}
+		for (int i = g_rand_int_range(rnd, 0, 60); i > 0; i--) {
+			struct peer_want w = want((uint8_t)g_rand_int_range(rnd, 0, keys),
+						  (uint64_t)g_rand_int_range(rnd, 0, 4) * 1000);
+
+			g_array_append_val(req_peers, w);
+		}
+		req.peers = (const struct peer_want *)(void *)req_peers->data;
+		req.n_peers = req_peers->len;
+		expect = ref_peers_update(before, &req);
+		st.peers = g_array_copy(before);
+		shape_peers_update(&st, &req);
+		g_assert_cmpuint(st.peers->len, ==, expect->len);
+		g_assert_cmpmem(st.peers->data, st.peers->len * sizeof(struct peer_want), expect->data,
+				expect->len * sizeof(struct peer_want));
+		shape_state_clear(&st);
+	}
+}
+
 static void test_state(void)
 {
 	g_autofree char *dir = safe_tmp_dir("wgshape-peers");
@@ -434,6 +820,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/peers/prefix-and-key", test_prefix);
 	g_test_add_func("/peers/key-canonical", test_key_canonical);
 	g_test_add_func("/peers/diff", test_diff);
+	g_test_add_func("/peers/plan-scale", test_plan_scale);
+	g_test_add_func("/peers/update", test_peers_update);
 	g_test_add_func("/peers/state", test_state);
 	return g_test_run();
 }

@@ -201,10 +201,20 @@ static void peers_for(const struct reconciler *rc, const char *ifname, GArray *o
 static void leases_merge(const struct reconciler *rc, const char *ifname, GArray *peers)
 {
 	g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));
+	/* each key's first peer (index + 1); keys copied, since peers may move as it grows */
+	g_autoptr(GHashTable) index = NULL;
+	g_autofree uint8_t *keys = NULL;
 	int64_t now = lease_now();
 
 	if (lease_load(rc->statedir, ifname, leases) < 0)
 		return;
+	index = g_hash_table_new(wg_key_hash, wg_key_equal);
+	keys = g_malloc0(((size_t)peers->len + leases->len + 1) * WG_KEY_LEN);
+	for (guint i = peers->len; i-- > 0;) {
+		memcpy(keys + (size_t)i * WG_KEY_LEN, g_array_index(peers, struct peer_want, i).key,
+		       WG_KEY_LEN);
+		g_hash_table_insert(index, keys + (size_t)i * WG_KEY_LEN, GUINT_TO_POINTER(i + 1));
+	}
 	for (guint i = 0; i < leases->len; i++) {
 		const struct rate_lease *l = &g_array_index(leases, struct rate_lease, i);
 		struct rate_policy pol;
@@ -212,6 +222,7 @@ static void leases_merge(const struct reconciler *rc, const char *ifname, GArray
 		enum rate_status st;
 		const char *name;
 		uint64_t rate;
+		guint j;
 
 		if (!rate_lease_live(l, now))
 			continue;
@@ -219,13 +230,16 @@ static void leases_merge(const struct reconciler *rc, const char *ifname, GArray
 		st = rate_policy_apply(&pol, l->rate, &rate);
 		if ((st != RATE_APPLIED && st != RATE_CLAMPED) || !rate)
 			continue;
-		for (guint j = 0; j < peers->len && !w; j++)
-			if (!memcmp(g_array_index(peers, struct peer_want, j).key, l->key, WG_KEY_LEN))
-				w = &g_array_index(peers, struct peer_want, j);
+		j = GPOINTER_TO_UINT(g_hash_table_lookup(index, l->key));
+		if (j)
+			w = &g_array_index(peers, struct peer_want, j - 1);
 		if (!w) {
 			g_array_set_size(peers, peers->len + 1);
 			w = &g_array_index(peers, struct peer_want, peers->len - 1);
 			memcpy(w->key, l->key, WG_KEY_LEN);
+			memcpy(keys + (size_t)(peers->len - 1) * WG_KEY_LEN, l->key, WG_KEY_LEN);
+			g_hash_table_insert(index, keys + (size_t)(peers->len - 1) * WG_KEY_LEN,
+					    GUINT_TO_POINTER(peers->len));
 			name = config_peer_name(rc->cfg, ifname, l->key);
 			g_strlcpy(w->name, name ? name : "", sizeof(w->name));
 		}

@@ -110,6 +110,11 @@ static void finish_peers(struct config *cfg)
 		drop[i] = true;
 	}
 	remove_marked(cfg->peers, drop);
+	/* a key is one [peer]'s now: a rate request finds its peer without a walk */
+	cfg->peer_keys = g_hash_table_new(wg_key_hash, wg_key_equal);
+	for (guint i = 0; i < cfg->peers->len; i++)
+		g_hash_table_insert(cfg->peer_keys, ((struct conf_peer *)cfg->peers->pdata[i])->key,
+				    cfg->peers->pdata[i]);
 }
 
 /*

@@ -94,6 +94,7 @@ struct config {
 	GPtrArray *warnings; /* char *, "file:line: ...", one line of UTF-8 (util/text.h) */
 	GPtrArray *files; /* char *, the files read */
 	GHashTable *index; /* config.c's own: the sections by group name, while files are read */
+	GHashTable *peer_keys; /* config.c's own: peers by key (WG_KEY_LEN bytes), once all are read */
 };
 
 #define METRICS_EVERY_S 15

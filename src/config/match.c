@@ -54,17 +54,11 @@ const struct conf_section *config_match(const struct config *cfg, const char *if
 	return glob;
 }
 
-static bool peer_names(const struct conf_peer *p, const char *ifname, const uint8_t *present,
-		       size_t n_present)
+/* Does p's interface = name ifname? (A [peer] without one: see its callers.) */
+static bool peer_names(const struct conf_peer *p, const char *ifname)
 {
-	if (p->ifaces) {
-		for (char **g = p->ifaces; *g; g++)
-			if (glob_match(*g, ifname))
-				return true;
-		return false;
-	}
-	for (size_t i = 0; i < n_present; i++)
-		if (!memcmp(present + i * WG_KEY_LEN, p->key, WG_KEY_LEN))
+	for (char **g = p->ifaces; g && *g; g++)
+		if (glob_match(*g, ifname))
 			return true;
 	return false;
 }
@@ -72,6 +66,11 @@ static bool peer_names(const struct conf_peer *p, const char *ifname, const uint
 void config_peers_for(const struct config *cfg, const char *ifname, const uint8_t *present,
 		      size_t n_present, GArray *out)
 {
+	/* the present keys by hash: a walk per [peer] is 10^8 steps at 10,000 peers */
+	g_autoptr(GHashTable) here = g_hash_table_new(wg_key_hash, wg_key_equal);
+
+	for (size_t i = 0; i < n_present; i++)
+		g_hash_table_add(here, (gpointer)(present + i * WG_KEY_LEN));
 	for (guint i = 0; i < cfg->peers->len; i++) {
 		const struct conf_peer *p = cfg->peers->pdata[i];
 		struct peer_want w = { .rate = p->download };
@@ -79,7 +78,10 @@ void config_peers_for(const struct config *cfg, const char *ifname, const uint8_
 		struct shape_request req;
 		char err[256];
 
-		if (!p->download || !peer_names(p, ifname, present, n_present))
+		if (!p->download)
+			continue;
+		if (p->ifaces ? !peer_names(p, ifname)
+			      : !g_hash_table_contains(here, p->key))
 			continue;
 		memcpy(w.key, p->key, WG_KEY_LEN);
 		g_strlcpy(w.name, p->name, sizeof(w.name));
@@ -100,10 +102,16 @@ void config_peers_for(const struct config *cfg, const char *ifname, const uint8_
 static const struct conf_peer *peer_of(const struct config *cfg, const char *ifname,
 				       const uint8_t *key)
 {
-	for (guint i = 0; i < cfg->peers->len; i++) {
-		const struct conf_peer *p = cfg->peers->pdata[i];
+	const struct conf_peer *p;
 
-		if (!memcmp(p->key, key, WG_KEY_LEN) && (!p->ifaces || peer_names(p, ifname, NULL, 0)))
+	if (cfg->peer_keys) {
+		/* finished: each key is one [peer]'s */
+		p = g_hash_table_lookup(cfg->peer_keys, key);
+		return p && (!p->ifaces || peer_names(p, ifname)) ? p : NULL;
+	}
+	for (guint i = 0; i < cfg->peers->len; i++) {
+		p = cfg->peers->pdata[i];
+		if (!memcmp(p->key, key, WG_KEY_LEN) && (!p->ifaces || peer_names(p, ifname)))
 			return p;
 	}
 	return NULL;

@@ -68,6 +68,8 @@ void config_free(struct config *cfg)
 	g_ptr_array_unref(cfg->peers);
 	if (cfg->index)
 		g_hash_table_unref(cfg->index);
+	if (cfg->peer_keys)
+		g_hash_table_unref(cfg->peer_keys);
 	g_ptr_array_unref(cfg->warnings);
 	g_ptr_array_unref(cfg->files);
 	g_free(cfg->metrics_file);
@@ -413,6 +415,8 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 	struct lines lines = { .at = at, .names = names };
 	g_auto(GStrv) groups = NULL;
 
+	/* peers may come or change: config_finish indexes them again */
+	g_clear_pointer(&cfg->peer_keys, g_hash_table_unref);
 	if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &err)) {
 		char says[160 * 8 + 4]; /* GLib's message quotes the line it stopped at */
 

@@ -102,4 +102,11 @@ int egress_apply(struct netlink *nl, const char *ifname, const struct link_info 
 int egress_off(struct netlink *nl, const char *ifname, const struct link_info *link,
 	       struct shape_state *st);
 
+/*
+ * The peers wanted after req, into st->peers (shape.c; pure). PEERS_ALL
+ * replaces every peer that did not come from `set` by hand; PEERS_ONE sets
+ * or takes out one. A peer keeps its class.
+ */
+void shape_peers_update(struct shape_state *st, const struct shape_request *req);
+
 #endif

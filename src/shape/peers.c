@@ -66,3 +66,22 @@ void wg_key_to_base64(const uint8_t key[WG_KEY_LEN], char out[45])
 
 	snprintf(out, 45, "%s", s);
 }
+
+/*
+ * A key is a Curve25519 point, as good as random, but made-up keys (tests,
+ * benchmarks) are not: FNV-1a over all of it spreads both.
+ */
+guint wg_key_hash(gconstpointer key)
+{
+	const uint8_t *k = key;
+	guint h = 2166136261u;
+
+	for (size_t i = 0; i < WG_KEY_LEN; i++)
+		h = (h ^ k[i]) * 16777619u;
+	return h;
+}
+
+gboolean wg_key_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, WG_KEY_LEN) == 0;
+}

@@ -49,5 +49,8 @@ const char *tc_prefix_str(const struct tc_prefix *p, char *buf, size_t len);
 /* A WireGuard public key in base64 (44 characters); 0 or -EINVAL. */
 int wg_key_from_base64(const char *s, uint8_t key[WG_KEY_LEN]);
 void wg_key_to_base64(const uint8_t key[WG_KEY_LEN], char out[45]);
+/* Keys (pointers to WG_KEY_LEN bytes) as GHashTable keys: g_hash_table_new(wg_key_hash, wg_key_equal). */
+guint wg_key_hash(gconstpointer key);
+gboolean wg_key_equal(gconstpointer a, gconstpointer b);
 
 #endif

@@ -204,60 +204,119 @@ static int overhead_for(struct netlink *nl, const char *ifname, const struct lin
 	return 0;
 }
 
-static struct peer_want *peer_in(GArray *peers, const uint8_t *key)
+/*
+ * The peers being built, with each key's first live entry by hash (index + 1),
+ * so that a request naming every peer takes no walk per peer. A peer taken
+ * out is marked gone and dropped at the end, keeping the order of the rest.
+ */
+struct peer_list {
+	GArray *peers; /* struct peer_want */
+	GArray *gone; /* bool, one per entry */
+	GHashTable *first; /* key -> index + 1 */
+	bool dups; /* some key is in more than one entry */
+};
+
+static void list_add(struct peer_list *l, const struct peer_want *w)
 {
-	for (guint i = 0; peers && i < peers->len; i++)
-		if (!memcmp(g_array_index(peers, struct peer_want, i).key, key, WG_KEY_LEN))
-			return &g_array_index(peers, struct peer_want, i);
-	return NULL;
+	bool no = false;
+
+	g_array_append_val(l->peers, *w);
+	g_array_append_val(l->gone, no);
+	if (g_hash_table_contains(l->first, w->key))
+		l->dups = true;
+	else
+		g_hash_table_insert(l->first,
+				    g_array_index(l->peers, struct peer_want, l->peers->len - 1).key,
+				    GUINT_TO_POINTER(l->peers->len));
+}
+
+static struct peer_want *list_find(struct peer_list *l, const uint8_t *key)
+{
+	guint i = GPOINTER_TO_UINT(g_hash_table_lookup(l->first, key));
+
+	return i ? &g_array_index(l->peers, struct peer_want, i - 1) : NULL;
+}
+
+static void list_take(struct peer_list *l, guint i)
+{
+	const uint8_t *key = g_array_index(l->peers, struct peer_want, i).key;
+
+	g_array_index(l->gone, bool, i) = true;
+	g_hash_table_remove(l->first, key);
+	/* a corrupt state may name a key twice: then the next one is the first */
+	for (guint j = i + 1; l->dups && j < l->peers->len; j++)
+		if (!g_array_index(l->gone, bool, j) &&
+		    !memcmp(g_array_index(l->peers, struct peer_want, j).key, key, WG_KEY_LEN)) {
+			g_hash_table_insert(l->first, g_array_index(l->peers, struct peer_want, j).key,
+					    GUINT_TO_POINTER(j + 1));
+			break;
+		}
 }
 
 /* Add or update one peer in now (keeping its class), or with rate 0 take it out. */
-static void peer_put(GArray *now, const struct peer_want *w)
+static void peer_put(struct peer_list *now, const struct peer_want *w)
 {
-	struct peer_want *have = peer_in(now, w->key), copy = *w;
+	struct peer_want *have = list_find(now, w->key), copy = *w;
 
 	if (!w->rate) {
 		if (have)
-			g_array_remove_index(now, (guint)(have - (struct peer_want *)(void *)now->data));
+			list_take(now, (guint)(have - (struct peer_want *)(void *)now->peers->data));
 		return;
 	}
 	copy.minor = have ? have->minor : 0;
 	if (have)
 		*have = copy;
 	else
-		g_array_append_val(now, copy);
+		list_add(now, &copy);
 }
 
 /*
  * The peers wanted after req, into st->peers. PEERS_ALL replaces every peer
  * that did not come from `set` by hand; those stay unless req names them.
  */
-static void peers_update(struct shape_state *st, const struct shape_request *req)
+void shape_peers_update(struct shape_state *st, const struct shape_request *req)
 {
-	GArray *now = g_array_new(false, true, sizeof(struct peer_want));
+	struct peer_list now;
+	g_autoptr(GHashTable) before = g_hash_table_new(wg_key_hash, wg_key_equal);
+	GArray *kept;
 
-	if (req->peers_action == PEERS_KEEP) {
-		g_array_free(now, true);
+	if (req->peers_action == PEERS_KEEP)
 		return;
-	}
+	/* the entries move while now grows: sized up front, so keys stay put */
+	now.peers = g_array_sized_new(false, true, sizeof(struct peer_want),
+				      (st->peers ? st->peers->len : 0) + (guint)req->n_peers);
+	now.gone = g_array_new(false, true, sizeof(bool));
+	now.first = g_hash_table_new(wg_key_hash, wg_key_equal);
+	now.dups = false;
+	for (guint i = st->peers ? st->peers->len : 0; i-- > 0;)
+		g_hash_table_insert(before, g_array_index(st->peers, struct peer_want, i).key,
+				    GUINT_TO_POINTER(i + 1));
 	for (guint i = 0; st->peers && i < st->peers->len; i++) {
 		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
 
 		if (req->peers_action == PEERS_ONE || !strcmp(w->source, "set"))
-			g_array_append_val(now, *w);
+			list_add(&now, w);
 	}
 	for (size_t i = 0; i < req->n_peers; i++) {
-		const struct peer_want *old = st->peers ? peer_in(st->peers, req->peers[i].key) : NULL;
+		guint o = GPOINTER_TO_UINT(g_hash_table_lookup(before, req->peers[i].key));
+		const struct peer_want *old = o ? &g_array_index(st->peers, struct peer_want, o - 1)
+						: NULL;
 		struct peer_want w = req->peers[i];
 
-		peer_put(now, &w);
+		peer_put(&now, &w);
 		if (old && w.rate)
-			peer_in(now, w.key)->minor = old->minor;
+			list_find(&now, w.key)->minor = old->minor;
 	}
+	kept = g_array_sized_new(false, true, sizeof(struct peer_want), now.peers->len);
+	for (guint i = 0; i < now.peers->len; i++)
+		if (!g_array_index(now.gone, bool, i))
+			g_array_append_val(kept, g_array_index(now.peers, struct peer_want, i));
+	g_hash_table_destroy(now.first);
+	g_array_free(now.gone, true);
+	g_array_free(now.peers, true);
 	if (st->peers)
 		g_array_free(st->peers, true);
-	st->peers = now;
+	st->peers = kept;
 }
 
 /* The state after a set that worked: saved, or removed when nothing is shaped. */
@@ -299,7 +358,7 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	r = directions(ifname, &st, req->peers_action != PEERS_KEEP, &eg, &in);
 	if (r < 0)
 		goto out;
-	peers_update(&st, req);
+	shape_peers_update(&st, req);
 	r = overhead_for(nl, ifname, &link, req,
 			 eg == DIR_SET || in == DIR_SET || shape_peers_wanted(&st) || st.tree, &st,
 			 &wg, &o, &warn);

@@ -67,12 +67,24 @@ static int assign_minors(struct peer_want *wants, size_t n)
 	return 0;
 }
 
-static const struct wg_peer *peer_find(const struct tree_input *in, const uint8_t *key)
+/*
+ * A table from key to the first of n entries with that key (the first, as a
+ * walk from the start would find it), each stride bytes after the last; the
+ * value is the entry's index + 1.
+ */
+static GHashTable *index_keys(const void *base, size_t n, size_t stride)
 {
-	for (size_t i = 0; i < in->n_peers; i++)
-		if (!memcmp(in->peers[i].key, key, WG_KEY_LEN))
-			return &in->peers[i];
-	return NULL;
+	GHashTable *t = g_hash_table_new(wg_key_hash, wg_key_equal);
+
+	for (size_t i = n; i-- > 0;)
+		g_hash_table_insert(t, (uint8_t *)base + i * stride, GSIZE_TO_POINTER(i + 1));
+	return t;
+}
+
+/* The index (+ 1) a table from index_keys holds for key; 0 for none. */
+static size_t index_find(GHashTable *t, const uint8_t *key)
+{
+	return GPOINTER_TO_SIZE(g_hash_table_lookup(t, key));
 }
 
 /* One AllowedIP of one peer, for the overlap scan. */
@@ -135,13 +147,18 @@ static const char *want_label(const struct peer_want *w, char *buf, size_t len)
 	return buf;
 }
 
-/* The wanted peer whose key is peers[peer], or NULL. */
-static struct peer_want *want_of(const struct tree_input *in, size_t peer)
+/* For each of in's peers, the first want with its key, or NULL (g_free the array). */
+static struct peer_want **wants_of_peers(const struct tree_input *in)
 {
-	for (size_t i = 0; i < in->n_wants; i++)
-		if (!memcmp(in->wants[i].key, in->peers[peer].key, WG_KEY_LEN))
-			return &in->wants[i];
-	return NULL;
+	g_autoptr(GHashTable) wants = index_keys(in->wants, in->n_wants, sizeof(*in->wants));
+	struct peer_want **of = g_new0(struct peer_want *, in->n_peers ? in->n_peers : 1);
+
+	for (size_t i = 0; i < in->n_peers; i++) {
+		size_t w = index_find(wants, in->peers[i].key);
+
+		of[i] = w ? &in->wants[w - 1] : NULL;
+	}
+	return of;
 }
 
 static void warn_everything(struct tree_plan *out, const struct peer_want *w,
@@ -159,12 +176,13 @@ static void warn_everything(struct tree_plan *out, const struct peer_want *w,
 static void plan_filters(const struct tree_input *in, struct tree_plan *out)
 {
 	g_autoptr(GArray) spans = g_array_new(false, true, sizeof(struct span));
+	g_autofree struct peer_want **want_of = wants_of_peers(in);
 	char label[96], pfx[64];
 
 	for (size_t i = 0; i < in->n_peers; i++)
 		for (size_t a = 0; a < in->peers[i].n_allowed; a++) {
 			struct span s = { .p = &in->peers[i].allowed[a], .peer = i,
-					  .wanted = want_of(in, i) != NULL };
+					  .wanted = want_of[i] != NULL };
 
 			if (s.p->prefixlen == 0)
 				continue; /* every address: never a filter (said below) */
@@ -173,22 +191,22 @@ static void plan_filters(const struct tree_input *in, struct tree_plan *out)
 		}
 	for (size_t i = 0; i < in->n_peers; i++)
 		for (size_t a = 0; a < in->peers[i].n_allowed; a++)
-			if (in->peers[i].allowed[a].prefixlen == 0 && want_of(in, i))
-				warn_everything(out, want_of(in, i), &in->peers[i].allowed[a]);
+			if (in->peers[i].allowed[a].prefixlen == 0 && want_of[i])
+				warn_everything(out, want_of[i], &in->peers[i].allowed[a]);
 	mark_overlaps((struct span *)(void *)spans->data, spans->len);
 	for (guint i = 0; i < spans->len; i++) {
 		const struct span *s = &g_array_index(spans, struct span, i);
-		const struct peer_want *w = want_of(in, s->peer);
+		const struct peer_want *w = want_of[s->peer];
 		struct tree_filter f = { .dst = *s->p };
 
 		if (!w)
 			continue;
-		want_label(w, label, sizeof(label));
-		tc_prefix_str(s->p, pfx, sizeof(pfx));
 		if (s->conflict) {
 			g_ptr_array_add(out->warnings, g_strdup_printf(
 				"%s: AllowedIPs %s overlaps another peer's: not used to classify; "
-				"its traffic goes to the default class", label, pfx));
+				"its traffic goes to the default class",
+				want_label(w, label, sizeof(label)),
+				tc_prefix_str(s->p, pfx, sizeof(pfx))));
 			continue;
 		}
 		f.minor = w->minor;
@@ -229,6 +247,7 @@ static void plan_classes(const struct tree_input *in, struct tree_plan *out)
 	uint64_t cap = in->cap ? in->cap : TREE_RATE_UNLIMITED, sum;
 	struct tree_class def = { .minor = TREE_DEFAULT_MINOR, .leaf = true, .want = -1 };
 	struct tree_class top = { .minor = TREE_CAP_MINOR, .rate = cap, .ceil = cap, .want = -1 };
+	g_autoptr(GHashTable) peers = index_keys(in->peers, in->n_peers, sizeof(*in->peers));
 	size_t first;
 	double scale = 1.0;
 
@@ -245,7 +264,7 @@ static void plan_classes(const struct tree_input *in, struct tree_plan *out)
 	for (size_t i = 0; i < in->n_wants; i++) {
 		struct tree_class c = { .minor = in->wants[i].minor, .leaf = true, .want = (int)i };
 
-		if (!peer_find(in, in->wants[i].key))
+		if (!index_find(peers, in->wants[i].key))
 			continue; /* not on the interface now */
 		c.rate = min_u64(in->wants[i].rate, cap);
 		c.ceil = c.rate;
@@ -279,20 +298,45 @@ int tree_plan(struct tree_input *in, struct tree_plan *out)
 	return 0;
 }
 
-static const struct tc_class_info *kernel_class(const struct tree_kernel *k, uint16_t minor)
+/*
+ * What tree_diff looks up by id: the kernel's classes (by class id) and
+ * leaves (by parent) of our major, the first of each as a walk would find
+ * it, and the planned classes' ids; minors index the arrays directly.
+ */
+struct diff_index {
+	const struct tc_class_info *class[TREE_PEER_MINOR_LAST + 1];
+	const struct qdisc_info *leaf[TREE_PEER_MINOR_LAST + 1];
+	bool planned[TREE_PEER_MINOR_LAST + 1];
+};
+
+static bool ours(uint32_t handle)
 {
-	for (size_t i = 0; i < k->n_classes; i++)
-		if (k->classes[i].classid == TREE_HANDLE(minor))
-			return &k->classes[i];
-	return NULL;
+	return (handle >> 16) == TREE_MAJOR && (handle & 0xffff) <= TREE_PEER_MINOR_LAST;
 }
 
-static const struct qdisc_info *kernel_leaf(const struct tree_kernel *k, uint16_t minor)
+static struct diff_index *diff_index_new(const struct tree_plan *p, const struct tree_kernel *k)
 {
-	for (size_t i = 0; i < k->n_qdiscs; i++)
-		if (k->qdiscs[i].parent == TREE_HANDLE(minor))
-			return &k->qdiscs[i];
-	return NULL;
+	struct diff_index *x = g_new0(struct diff_index, 1);
+
+	for (size_t i = k->n_classes; i-- > 0;)
+		if (ours(k->classes[i].classid))
+			x->class[k->classes[i].classid & 0xffff] = &k->classes[i];
+	for (size_t i = k->n_qdiscs; i-- > 0;)
+		if (ours(k->qdiscs[i].parent))
+			x->leaf[k->qdiscs[i].parent & 0xffff] = &k->qdiscs[i];
+	for (guint i = 0; i < p->classes->len; i++)
+		x->planned[g_array_index(p->classes, struct tree_class, i).minor] = true;
+	return x;
+}
+
+static const struct tc_class_info *kernel_class(const struct diff_index *x, uint16_t minor)
+{
+	return minor <= TREE_PEER_MINOR_LAST ? x->class[minor] : NULL;
+}
+
+static const struct qdisc_info *kernel_leaf(const struct diff_index *x, uint16_t minor)
+{
+	return minor <= TREE_PEER_MINOR_LAST ? x->leaf[minor] : NULL;
 }
 
 static uint32_t class_parent(uint16_t minor)
@@ -309,10 +353,10 @@ static void push(GArray *ops, enum tree_op_kind kind, const struct tree_class *c
 }
 
 /* One planned class against the kernel's: add, change, or a fresh leaf. */
-static void diff_class(const struct tree_class *c, const struct tree_kernel *k, GArray *ops,
+static void diff_class(const struct tree_class *c, const struct diff_index *x, GArray *ops,
 		       GArray *dels)
 {
-	const struct tc_class_info *kc = kernel_class(k, c->minor);
+	const struct tc_class_info *kc = kernel_class(x, c->minor);
 	const struct qdisc_info *leaf;
 
 	/* the kernel gives a class at the root the parent TC_H_ROOT */
@@ -332,34 +376,58 @@ static void diff_class(const struct tree_class *c, const struct tree_kernel *k, 
 		push(ops, TREE_CLASS_CHANGE, c);
 	if (!c->leaf)
 		return;
-	leaf = kernel_leaf(k, c->minor);
+	leaf = kernel_leaf(x, c->minor);
 	if (!leaf || strcmp(leaf->kind, "cake") != 0)
 		push(ops, TREE_LEAF_ADD, c);
 	else if (!cake_opts_hold(&leaf->cake, &c->cake))
 		push(ops, TREE_LEAF_CHANGE, c);
 }
 
-static bool planned_class(const struct tree_plan *p, uint32_t classid)
+static bool planned_class(const struct diff_index *x, uint32_t classid)
 {
-	for (guint i = 0; i < p->classes->len; i++)
-		if (TREE_HANDLE(g_array_index(p->classes, struct tree_class, i).minor) == classid)
-			return true;
-	return false;
+	return ours(classid) && x->planned[classid & 0xffff];
 }
 
-static char *filter_key(const struct tc_prefix *dst, uint32_t classid)
-{
-	char pfx[64];
+/* A filter as a hash table key: its destination (only the family's bytes) and class. */
+struct filter_key {
+	uint32_t family, prefixlen, classid;
+	uint8_t addr[16];
+};
 
-	return g_strdup_printf("%s>%x", tc_prefix_str(dst, pfx, sizeof(pfx)), classid);
+static struct filter_key *filter_key(const struct tc_prefix *dst, uint32_t classid)
+{
+	struct filter_key *k = g_new0(struct filter_key, 1);
+
+	k->family = (uint32_t)dst->family;
+	k->prefixlen = dst->prefixlen;
+	k->classid = classid;
+	memcpy(k->addr, dst->addr, prefix_bytes(dst));
+	return k;
+}
+
+static guint filter_key_hash(gconstpointer p)
+{
+	const uint8_t *b = p;
+	guint h = 2166136261u;
+
+	for (size_t i = 0; i < sizeof(struct filter_key); i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static gboolean filter_key_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, sizeof(struct filter_key)) == 0;
 }
 
 /* Filters: keep what is planned and there, delete the rest, add what is missing. */
 static void diff_filters(const struct tree_plan *p, const struct tree_kernel *k, GArray *dels,
 			 GArray *adds)
 {
-	g_autoptr(GHashTable) have = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	g_autoptr(GHashTable) planned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_autoptr(GHashTable) have = g_hash_table_new_full(filter_key_hash, filter_key_equal,
+							   g_free, NULL);
+	g_autoptr(GHashTable) planned = g_hash_table_new_full(filter_key_hash, filter_key_equal,
+							      g_free, NULL);
 
 	for (guint i = 0; i < p->filters->len; i++) {
 		const struct tree_filter *f = &g_array_index(p->filters, struct tree_filter, i);
@@ -367,7 +435,7 @@ static void diff_filters(const struct tree_plan *p, const struct tree_kernel *k,
 		g_hash_table_add(planned, filter_key(&f->dst, TREE_HANDLE(f->minor)));
 	}
 	for (size_t i = 0; i < k->n_filters; i++) {
-		char *key = filter_key(&k->filters[i].dst, k->filters[i].classid);
+		struct filter_key *key = filter_key(&k->filters[i].dst, k->filters[i].classid);
 		struct tree_op op = { .kind = TREE_FILTER_DEL, .filter = k->filters[i] };
 
 		if (g_hash_table_contains(planned, key) && !g_hash_table_contains(have, key)) {
@@ -379,7 +447,7 @@ static void diff_filters(const struct tree_plan *p, const struct tree_kernel *k,
 	}
 	for (guint i = 0; i < p->filters->len; i++) {
 		const struct tree_filter *f = &g_array_index(p->filters, struct tree_filter, i);
-		g_autofree char *key = filter_key(&f->dst, TREE_HANDLE(f->minor));
+		g_autofree struct filter_key *key = filter_key(&f->dst, TREE_HANDLE(f->minor));
 		struct tree_op op = { .kind = TREE_FILTER_ADD, .minor = f->minor };
 
 		if (g_hash_table_contains(have, key))
@@ -398,26 +466,27 @@ void tree_diff(const struct tree_plan *p, const struct tree_kernel *k, GArray *o
 	g_autoptr(GArray) fadds = g_array_new(false, true, sizeof(struct tree_op));
 	g_autoptr(GArray) cdels = g_array_new(false, true, sizeof(struct tree_op));
 	g_autoptr(GArray) mid = g_array_new(false, true, sizeof(struct tree_op));
+	g_autofree struct diff_index *x = diff_index_new(p, k);
 
 	diff_filters(p, k, fdels, fadds);
 	for (guint i = 0; i < p->classes->len; i++)
-		diff_class(&g_array_index(p->classes, struct tree_class, i), k, mid, cdels);
+		diff_class(&g_array_index(p->classes, struct tree_class, i), x, mid, cdels);
 	for (size_t i = 0; i < k->n_classes; i++) {
 		uint32_t id = k->classes[i].classid;
 		struct tree_op op = { .kind = TREE_CLASS_DEL, .minor = (uint16_t)(id & 0xffff) };
 
-		if ((id >> 16) == TREE_MAJOR && !planned_class(p, id))
+		if ((id >> 16) == TREE_MAJOR && !planned_class(x, id))
 			g_array_append_val(cdels, op);
 	}
 	/* Filters away before their classes go; classes in place before filters point there. */
 	g_array_append_vals(ops, fdels->data, fdels->len);
 	/* A misplaced class goes before it is made again; the cap class before the rest. */
 	for (guint i = 0; i < cdels->len; i++)
-		if (planned_class(p, TREE_HANDLE(g_array_index(cdels, struct tree_op, i).minor)))
+		if (planned_class(x, TREE_HANDLE(g_array_index(cdels, struct tree_op, i).minor)))
 			g_array_append_val(ops, g_array_index(cdels, struct tree_op, i));
 	g_array_append_vals(ops, mid->data, mid->len);
 	g_array_append_vals(ops, fadds->data, fadds->len);
 	for (guint i = 0; i < cdels->len; i++)
-		if (!planned_class(p, TREE_HANDLE(g_array_index(cdels, struct tree_op, i).minor)))
+		if (!planned_class(x, TREE_HANDLE(g_array_index(cdels, struct tree_op, i).minor)))
 			g_array_append_val(ops, g_array_index(cdels, struct tree_op, i));
 }
