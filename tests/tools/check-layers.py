@@ -31,7 +31,7 @@ LAYERS = {
     "shape": {"netlink", "util"},
     "channel": {"proto", "shape", "netlink", "util"},
     "profile": set(),
-    "adapt": {"proto"},
+    "adapt": {"proto", "util"},
     "config": {"channel", "shape", "profile", "util"},
     "apply": {"config", "channel", "shape", "netlink", "util"},
     "nm": {"profile", "util"},
