@@ -191,6 +191,21 @@ static void legend(GString *s, double x, double y)
 			       x + 104, y);
 }
 
+/* The rate's and the delay's spans over dir's rows, with a little room above. */
+static void fit(struct area *rate, struct area *delay, const struct adapt_trace_row *rows, size_t n,
+		enum adapt_trace_dir dir)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].dir != dir)
+			continue;
+		rate->v1 = MAX(rate->v1, MAX(rows[i].rate_bps, rows[i].load_bps) / 1e6);
+		delay->v0 = MIN(delay->v0, rows[i].delay_us / 1e3);
+		delay->v1 = MAX(delay->v1, rows[i].delay_us / 1e3);
+	}
+	rate->v1 *= 1.1;
+	delay->v1 += (delay->v1 - delay->v0) * 0.1;
+}
+
 /* One direction's panel at y. */
 static void panel(GString *s, const struct adapt_trace_row *rows, size_t n,
 		  enum adapt_trace_dir dir, double y, double t0, double t1)
@@ -202,15 +217,7 @@ static void panel(GString *s, const struct adapt_trace_row *rows, size_t n,
 	double prev = NAN;
 	struct pen pen;
 
-	for (size_t i = 0; i < n; i++) {
-		if (rows[i].dir != dir)
-			continue;
-		rate.v1 = MAX(rate.v1, MAX(rows[i].rate_bps, rows[i].load_bps) / 1e6);
-		delay.v0 = MIN(delay.v0, rows[i].delay_us / 1e3);
-		delay.v1 = MAX(delay.v1, rows[i].delay_us / 1e3);
-	}
-	rate.v1 *= 1.1;
-	delay.v1 += (delay.v1 - delay.v0) * 0.1;
+	fit(&rate, &delay, rows, n, dir);
 	g_string_append_printf(s, "<text x='%.0f' y='%.0f' font-size='14'>%s</text>\n", L,
 			       y + 20, adapt_trace_dir_name(dir));
 	legend(s, L + 90, y + 20);
