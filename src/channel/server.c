@@ -291,6 +291,16 @@ static int charge(struct rate_server *s, const struct dgram *d, const uint8_t *s
 	return r < 0 ? r : gate_take(s->gate, d->ifindex, key, kind, now_s());
 }
 
+/* One control message of len bytes at c: the room it takes. */
+static size_t cmsg_put(struct cmsghdr *c, int level, int type, const void *data, size_t len)
+{
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(len);
+	memcpy(CMSG_DATA(c), data, len);
+	return CMSG_SPACE(len);
+}
+
 /* The answer goes back from the address the request was sent to, out of the tunnel. */
 static void reply(int fd, const struct dgram *d, const uint8_t *out, size_t len)
 {
@@ -312,20 +322,12 @@ static void reply(int fd, const struct dgram *d, const uint8_t *out, size_t len)
 		struct in_pktinfo pi = { .ipi_ifindex = d->ifindex };
 
 		memcpy(&pi.ipi_spec_dst, d->to, 4);
-		c->cmsg_level = IPPROTO_IP;
-		c->cmsg_type = IP_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
+		msg.msg_controllen = cmsg_put(c, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 	} else {
 		struct in6_pktinfo pi = { .ipi6_ifindex = (unsigned int)d->ifindex };
 
 		memcpy(&pi.ipi6_addr, d->to, 16);
-		c->cmsg_level = IPPROTO_IPV6;
-		c->cmsg_type = IPV6_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
+		msg.msg_controllen = cmsg_put(c, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
 	}
 	if (sendmsg(fd, &msg, MSG_DONTWAIT) < 0)
 		log_debug("rate channel: answer: %s", strerror(errno));
