@@ -1157,7 +1157,8 @@ static void test_not_regular(void)
 	g_assert_cmpint(config_load("/dev/null/wgshape.conf", false, &cfg, why, sizeof(why)), <, 0);
 	assert_has(why, "/dev/null: not a folder");
 	why[0] = '\0';
-	g_assert_cmpint(config_load("/dev/null/x/wgshape.conf", false, &cfg, why, sizeof(why)), ==, -ENOTDIR);
+	g_assert_cmpint(config_load("/dev/null/x/wgshape.conf", false, &cfg, why, sizeof(why)), ==,
+			-ENOTDIR);
 	g_assert_null(cfg);
 	g_assert_cmpstr(why, !=, "");
 	assert_has(why, "/dev/null/x");

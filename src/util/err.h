@@ -30,6 +30,7 @@
 #define ERR_SIZE 1024
 
 /* The message, formatted into err (of errlen bytes; none written when 0); returns r. */
-int err_say(char *err, size_t errlen, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int err_say(char *err, size_t errlen, int r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif
