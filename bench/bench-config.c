@@ -19,6 +19,7 @@
 #include <glib/gstdio.h>
 
 #include "config/config.h"
+#include "util/err.h"
 
 /* Wall time, and the process's CPU time (what other loads on the machine do not inflate). */
 struct when {
@@ -56,7 +57,7 @@ static GString *sections(long n)
 }
 
 /* config_load of text written to a private folder; -errno, why says why. */
-static int load(const GString *text, struct when *took, guint *n, char **why)
+static int load(const GString *text, struct when *took, guint *n, char *why, size_t whylen)
 {
 	g_autofree char *dir = g_strdup("bench-config-XXXXXX");
 	g_autofree char *path = NULL;
@@ -74,7 +75,7 @@ static int load(const GString *text, struct when *took, guint *n, char **why)
 		return -EIO;
 	}
 	t0 = now();
-	r = config_load(path, true, &cfg, why);
+	r = config_load(path, true, &cfg, why, whylen);
 	*took = since(t0);
 	if (r == 0)
 		*n = cfg->ifaces->len;
@@ -95,7 +96,7 @@ int main(int argc, char **argv)
 		long n = argc > 1 ? strtol(argv[i + 1], NULL, 10) : def[i];
 		g_autoptr(GString) text = NULL;
 		g_autoptr(config_t) cfg = config_new();
-		g_autofree char *why = NULL;
+		char why[ERR_SIZE] = "";
 		struct when t0, parse, loaded = { 0 };
 		guint got = 0;
 
@@ -110,13 +111,13 @@ int main(int argc, char **argv)
 		if (cfg->ifaces->len != (guint)n || cfg->warnings->len)
 			fprintf(stderr, "bench-config: %ld sections gave %u, %u warnings\n", n,
 				cfg->ifaces->len, cfg->warnings->len);
-		if (load(text, &loaded, &got, &why) < 0)
+		if (load(text, &loaded, &got, why, sizeof(why)) < 0)
 			printf("%9ld %9zu %11.3f %11.3f   (config_load: %s)\n", n, text->len,
-			       parse.wall, parse.cpu, why ? why : "could not write the file");
+			       parse.wall, parse.cpu, why[0] ? why : "could not write the file");
 		else
 			printf("%9ld %9zu %11.3f %11.3f %11.3f %11.3f\n", n, text->len, parse.wall,
 			       parse.cpu, loaded.wall, loaded.cpu);
-		if (!why && got != (guint)n)
+		if (!why[0] && got != (guint)n)
 			fprintf(stderr, "bench-config: config_load kept %u of %ld sections\n", got,
 				n);
 		fflush(stdout);

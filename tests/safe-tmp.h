@@ -12,6 +12,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "util/err.h"
 #include "util/safe.h"
 
 static inline char *safe_tmp_dir(const char *prefix)
@@ -21,15 +22,15 @@ static inline char *safe_tmp_dir(const char *prefix)
 
 	for (size_t i = 0; i < G_N_ELEMENTS(candidates); i++) {
 		g_autofree char *real = realpath(candidates[i], NULL);
-		g_autofree char *why = NULL;
+		char why[ERR_SIZE] = "";
 		char *dir;
 
 		if (!real)
 			continue;
 		dir = g_strdup_printf("%s/%s-XXXXXX", real, prefix);
-		if (g_mkdtemp_full(dir, 0755) && safe_dirs(dir, NULL, &why) == 0)
+		if (g_mkdtemp_full(dir, 0755) && safe_dirs(dir, NULL, why, sizeof(why)) == 0)
 			return dir;
-		g_test_message("not below %s: %s", real, why ? why : "unwritable");
+		g_test_message("not below %s: %s", real, why[0] ? why : "unwritable");
 		g_rmdir(dir);
 		g_free(dir);
 	}

@@ -19,6 +19,7 @@
 #include <glib/gstdio.h>
 
 #include "config/config.h"
+#include "util/err.h"
 
 struct file {
 	const char *name; /* below the folder: "wgshape.conf", "conf.d/10-a.conf" */
@@ -77,16 +78,16 @@ static void base_find(void)
 		g_autofree char *real = realpath(candidates[i], NULL);
 		g_autofree char *dir = real ? dir_new(real) : NULL;
 		g_autofree char *path = dir ? g_build_filename(dir, "wgshape.conf", NULL) : NULL;
-		g_autofree char *why = NULL;
+		char why[ERR_SIZE] = "";
 		struct config *cfg = NULL;
 
 		if (!dir)
 			continue;
 		if (g_file_set_contents(path, "", 0, NULL) && g_chmod(path, 0444) == 0 &&
-		    g_chmod(dir, 0555) == 0 && config_load(path, true, &cfg, &why) == 0)
+		    g_chmod(dir, 0555) == 0 && config_load(path, true, &cfg, why, sizeof(why)) == 0)
 			base = g_steal_pointer(&real);
 		else
-			g_test_message("not below %s: %s", candidates[i], why ? why : "unwritable");
+			g_test_message("not below %s: %s", candidates[i], why[0] ? why : "unwritable");
 		config_free(cfg);
 		g_chmod(dir, 0700);
 		g_remove(path);
@@ -136,12 +137,12 @@ static struct config *load_text(const char *text, char **path)
 {
 	const struct file f[] = { { "wgshape.conf", text } };
 	g_autofree char *dir = tree_new(f, 1, 0);
-	g_autofree char *why = NULL;
+	char why[ERR_SIZE] = "";
 	struct config *cfg = NULL;
 
 	*path = main_path(dir);
-	g_assert_cmpint(config_load(*path, true, &cfg, &why), ==, 0);
-	g_assert_null(why);
+	g_assert_cmpint(config_load(*path, true, &cfg, why, sizeof(why)), ==, 0);
+	g_assert_cmpstr(why, ==, "");
 	g_assert_nonnull(cfg);
 	rm_rf(dir);
 	dump_warnings(cfg);
@@ -707,10 +708,10 @@ static void test_not_ini(void)
 		};
 		g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
 		g_autofree char *path = main_path(dir);
-		g_autofree char *why = NULL;
+		char why[ERR_SIZE] = "";
 		g_autoptr(config_t) cfg = NULL;
 
-		g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+		g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, 0);
 		rm_rf(dir);
 		g_assert_cmpuint(cfg->warnings->len, ==, 1);
 		assert_has(warning(cfg, 0), path);
@@ -848,11 +849,11 @@ static void test_merge(void)
 	g_autofree char *path = main_path(dir);
 	g_autofree char *a = g_build_filename(dir, "conf.d", "10-a.conf", NULL);
 	g_autofree char *b = g_build_filename(dir, "conf.d", "20-b.conf", NULL);
-	g_autofree char *why = NULL;
+	char why[ERR_SIZE] = "";
 	g_autoptr(config_t) cfg = NULL;
 	const struct conf_section *c;
 
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, 0);
 	rm_rf(dir);
 	dump_warnings(cfg);
 	g_assert_cmpuint(cfg->warnings->len, ==, 0);
@@ -884,7 +885,8 @@ static void test_name_order(void)
 	static const char *const names[] = { "50", "07", "99-z", "10", "9", "a", "00", "42-x",
 					     "Z", "11", "zz", "05" };
 	struct file f[G_N_ELEMENTS(names)];
-	g_autofree char *dir = NULL, *path = NULL, *why = NULL;
+	g_autofree char *dir = NULL, *path = NULL;
+	char why[ERR_SIZE] = "";
 	g_autoptr(config_t) cfg = NULL;
 	char *texts[G_N_ELEMENTS(names)];
 	char *files[G_N_ELEMENTS(names)];
@@ -899,8 +901,8 @@ static void test_name_order(void)
 	}
 	dir = tree_new(f, G_N_ELEMENTS(f), 0);
 	path = main_path(dir);
-	g_assert_cmpint(config_load(path, false, &cfg, &why), ==, 0);
-	g_assert_null(why);
+	g_assert_cmpint(config_load(path, false, &cfg, why, sizeof(why)), ==, 0);
+	g_assert_cmpstr(why, ==, "");
 	rm_rf(dir);
 
 	/* the missing wgshape.conf, and nothing else */
@@ -970,10 +972,10 @@ static void test_conflict(void)
 		g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
 		g_autofree char *path = main_path(dir);
 		g_autofree char *at = g_strdup_printf("%s:2:", path);
-		g_autofree char *why = NULL;
+		char why[ERR_SIZE] = "";
 		g_autoptr(config_t) cfg = NULL;
 
-		g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+		g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, 0);
 		rm_rf(dir);
 		dump_warnings(cfg);
 		g_assert_cmpuint(cfg->warnings->len, ==, 1);
@@ -1030,14 +1032,14 @@ static void test_refuse_writable(void)
 		g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), t[i].dir_mode);
 		g_autofree char *path = main_path(dir);
 		g_autofree char *bad = g_build_filename(dir, t[i].refused, NULL);
-		g_autofree char *why = NULL;
+		char why[ERR_SIZE] = "";
 		struct config *cfg = NULL;
 
 		g_test_message("%s", t[i].what);
-		g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+		g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, -EPERM);
 		rm_rf(dir);
 		g_assert_null(cfg);
-		g_assert_nonnull(why);
+		g_assert_cmpstr(why, !=, "");
 		g_test_message("why: %s", why);
 		assert_has(why, bad);
 		assert_has(why, "writable");
@@ -1051,45 +1053,45 @@ static void test_refuse_owner(void)
 	const struct file f[] = { { "wgshape.conf", "[interface wg0]\n", 0644 } };
 	g_autofree char *dir = tree_new(f, 1, 0);
 	g_autofree char *path = main_path(dir);
-	g_autofree char *why = NULL;
+	char why[ERR_SIZE] = "";
 	struct config *cfg = NULL;
 
 	if (geteuid() != 0) {
 		/* our own 0644 file: we could rewrite it, so could anyone running as us */
-		g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+		g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, -EPERM);
 		g_assert_null(cfg);
 		assert_has(why, "writable");
 		rm_rf(dir);
 		return;
 	}
 
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, 0);
 	g_clear_pointer(&cfg, config_free);
 	g_assert_cmpint(chmod(path, 0664), ==, 0);
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, 0);
 	g_clear_pointer(&cfg, config_free);
 	/* group-writable by a group other than root's */
 	g_assert_cmpint(chown(path, 0, 100), ==, 0);
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, -EPERM);
 	g_assert_null(cfg);
 	assert_has(why, path);
-	g_clear_pointer(&why, g_free);
+	why[0] = '\0';
 	/* owned by someone else */
 	g_assert_cmpint(chown(path, 1000, 0), ==, 0);
 	g_assert_cmpint(chmod(path, 0644), ==, 0);
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
-	g_clear_pointer(&why, g_free);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, -EPERM);
+	why[0] = '\0';
 	/* read-only makes no difference: its owner can chmod it back */
 	g_assert_cmpint(chmod(path, 0444), ==, 0);
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, -EPERM);
 	assert_has(why, "owned by uid 1000");
 	g_assert_null(cfg);
-	g_clear_pointer(&why, g_free);
+	why[0] = '\0';
 	g_assert_cmpint(chown(path, 0, 0), ==, 0);
 	/* the folder owned by someone else */
 	g_assert_cmpint(chown(dir, 1000, 0), ==, 0);
 	g_assert_cmpint(chmod(dir, 0755), ==, 0);
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -EPERM);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, -EPERM);
 	assert_has(why, dir);
 	g_assert_null(cfg);
 	rm_rf(dir);
@@ -1102,18 +1104,18 @@ static void test_missing(void)
 	};
 	g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
 	g_autofree char *path = main_path(dir);
-	g_autofree char *why = NULL;
+	char why[ERR_SIZE] = "";
 	struct config *cfg = NULL;
 
 	/* must exist: an error naming the file, and nothing else read */
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -ENOENT);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, -ENOENT);
 	g_assert_null(cfg);
 	assert_has(why, path);
-	g_clear_pointer(&why, g_free);
+	why[0] = '\0';
 
 	/* may be missing: a warning, and conf.d still read */
-	g_assert_cmpint(config_load(path, false, &cfg, &why), ==, 0);
-	g_assert_null(why);
+	g_assert_cmpint(config_load(path, false, &cfg, why, sizeof(why)), ==, 0);
+	g_assert_cmpstr(why, ==, "");
 	g_assert_cmpuint(cfg->warnings->len, ==, 1);
 	assert_has(warning(cfg, 0), path);
 	assert_has(warning(cfg, 0), "no such file");
@@ -1122,12 +1124,12 @@ static void test_missing(void)
 	rm_rf(dir);
 
 	/* no folder at all */
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, -ENOENT);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, -ENOENT);
 	g_assert_null(cfg);
 	assert_has(why, path);
-	g_clear_pointer(&why, g_free);
-	g_assert_cmpint(config_load(path, false, &cfg, &why), ==, 0);
-	g_assert_null(why);
+	why[0] = '\0';
+	g_assert_cmpint(config_load(path, false, &cfg, why, sizeof(why)), ==, 0);
+	g_assert_cmpstr(why, ==, "");
 	g_assert_cmpuint(cfg->ifaces->len, ==, 0);
 	g_assert_cmpuint(cfg->files->len, ==, 0);
 	g_assert_cmpuint(cfg->warnings->len, ==, 1);
@@ -1140,24 +1142,25 @@ static void test_not_regular(void)
 	const struct file f[] = { { "wgshape.conf/x", "" } };
 	g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
 	g_autofree char *path = main_path(dir);
-	g_autofree char *why = NULL;
+	char why[ERR_SIZE] = "";
 	struct config *cfg = NULL;
 
 	g_assert_cmpint(g_chmod(path, 0555), ==, 0);
-	g_assert_cmpint(config_load(path, false, &cfg, &why), <, 0);
+	g_assert_cmpint(config_load(path, false, &cfg, why, sizeof(why)), <, 0);
 	g_assert_null(cfg);
 	assert_has(why, path);
 	assert_has(why, "not a regular file");
-	g_clear_pointer(&why, g_free);
+	why[0] = '\0';
 	rm_rf(dir);
 
 	/* a folder that is a file, and a path through a file: a reason each time */
-	g_assert_cmpint(config_load("/dev/null/wgshape.conf", false, &cfg, &why), <, 0);
+	g_assert_cmpint(config_load("/dev/null/wgshape.conf", false, &cfg, why, sizeof(why)), <, 0);
 	assert_has(why, "/dev/null: not a folder");
-	g_clear_pointer(&why, g_free);
-	g_assert_cmpint(config_load("/dev/null/x/wgshape.conf", false, &cfg, &why), ==, -ENOTDIR);
+	why[0] = '\0';
+	g_assert_cmpint(config_load("/dev/null/x/wgshape.conf", false, &cfg, why, sizeof(why)), ==,
+			-ENOTDIR);
 	g_assert_null(cfg);
-	g_assert_nonnull(why);
+	g_assert_cmpstr(why, !=, "");
 	assert_has(why, "/dev/null/x");
 }
 
@@ -1272,22 +1275,22 @@ static char *tree_at(const char *below, const char *confd_text)
 
 static void assert_loads(const char *path)
 {
-	g_autofree char *why = NULL;
+	char why[ERR_SIZE] = "";
 	g_autoptr(config_t) cfg = NULL;
 
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
-	g_assert_null(why);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, 0);
+	g_assert_cmpstr(why, ==, "");
 	g_assert_nonnull(cfg);
 }
 
 static void assert_refused(const char *path, int err, const char *bad, const char *says)
 {
-	g_autofree char *why = NULL;
+	char why[ERR_SIZE] = "";
 	struct config *cfg = NULL;
 
-	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, err);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, err);
 	g_assert_null(cfg);
-	g_assert_nonnull(why);
+	g_assert_cmpstr(why, !=, "");
 	g_test_message("why: %s", why);
 	assert_has(why, bad);
 	assert_has(why, says);

@@ -3,12 +3,14 @@
  * util/text and the log: what comes from outside is shown escaped (control
  * characters and bytes that are not UTF-8 as \xNN) and, quoted, cut short.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "util/err.h"
 #include "util/log.h"
 #include "util/text.h"
 
@@ -106,11 +108,25 @@ static void test_log(void)
 			"'a\\x1b]0;pwned\\x07\\x0awgshape: all is well\\xff'\n");
 }
 
+/* err_say: the message in the caller's buffer, cut short, never overrun; the -errno back. */
+static void test_err_say(void)
+{
+	char err[16] = "untouched", none[1] = { 'x' };
+
+	g_assert_cmpint(err_say(err, sizeof(err), -EINVAL, "'%s' is not a rate", "5"), ==, -EINVAL);
+	g_assert_cmpstr(err, ==, "'5' is not a ra"); /* 15 and the NUL */
+	g_assert_cmpint(err_say(err, 4, -EPERM, "%s", "abcdef"), ==, -EPERM);
+	g_assert_cmpstr(err, ==, "abc");
+	g_assert_cmpint(err_say(none, 0, -EIO, "%s", "nothing written"), ==, -EIO);
+	g_assert_cmpint(none[0], ==, 'x');
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/util/text/escape", test_escape);
 	g_test_add_func("/util/text/quote", test_quote);
 	g_test_add_func("/util/text/log", test_log);
+	g_test_add_func("/util/err/say", test_err_say);
 	return g_test_run();
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * The trace as SVG, in tune's chart's look (tune/plot.c): white, sans-serif
+ * The trace as SVG, in tune's chart's look (util/svg.h): white, sans-serif
  * 12, a grey frame with light grid lines, rates in blue and delays in red.
  */
 #include <limits.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "adapt/trace.h"
+#include "util/svg.h"
 
 #define W 720.0 /* the chart's width */
 #define L 60.0 /* left margin: the axes' numbers */
@@ -23,44 +24,6 @@
 #define LOAD_COLOUR "#999"
 #define DELAY_COLOUR "#c33"
 #define LOST_COLOUR "#333"
-
-/* Text from outside as SVG text: valid UTF-8, markup escaped, control characters as U+FFFD. */
-static void svg_text(GString *s, const char *text)
-{
-	g_autofree char *valid = g_utf8_make_valid(text, -1);
-
-	for (const char *p = valid; *p; p = g_utf8_next_char(p)) {
-		gunichar c = g_utf8_get_char(p);
-
-		switch (c) {
-		case '<':
-			g_string_append(s, "&lt;");
-			break;
-		case '>':
-			g_string_append(s, "&gt;");
-			break;
-		case '&':
-			g_string_append(s, "&amp;");
-			break;
-		case '\'':
-			g_string_append(s, "&apos;");
-			break;
-		case '"':
-			g_string_append(s, "&quot;");
-			break;
-		default:
-			g_string_append_unichar(s, g_unichar_iscntrl(c) ? 0xfffd : c);
-		}
-	}
-}
-
-/* A round step for about n ticks over span: 1, 2 or 5 times a power of ten (tune's). */
-static double tick_step(double span, int n)
-{
-	double raw = span / n, mag = pow(10, floor(log10(raw)));
-
-	return raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
-}
 
 /* One area of a panel: where it sits, and the values its edges stand for. */
 struct area {
@@ -169,11 +132,10 @@ static void area_axes(GString *s, const struct area *a, const char *label, const
 {
 	const char *unit;
 	double div = time_unit(a->t1 - a->t0, &unit);
-	double st = tick_step((a->t1 - a->t0) / div, 8), bottom = a->y0 + a->h;
+	double st = svg_tick_step((a->t1 - a->t0) / div, 8), bottom = a->y0 + a->h;
 	int k = 0;
 
-	g_string_append_printf(s, "<rect x='%.0f' y='%.0f' width='%.0f' height='%.0f' "
-			       "fill='none' stroke='#888'/>\n", a->x0, a->y0, a->w, a->h);
+	svg_frame(s, a->x0, a->y0, a->w, a->h);
 	/* k: a bound, should a step be below the numbers' precision */
 	for (double m = ceil(a->t0 / div / st) * st; m <= a->t1 / div + st * 1e-9 && k < 40;
 	     m += st, k++) {
@@ -189,7 +151,7 @@ static void area_axes(GString *s, const struct area *a, const char *label, const
 	if (with_time)
 		g_string_append_printf(s, "<text x='%.0f' y='%.0f' text-anchor='middle'>time, "
 				       "%s</text>\n", a->x0 + a->w / 2, bottom + 34, unit);
-	st = tick_step(a->v1 - a->v0, 5);
+	st = svg_tick_step(a->v1 - a->v0, 5);
 	for (double m = ceil(a->v0 / st) * st; m <= a->v1 + st * 1e-9 && k < 80; m += st, k++) {
 		double y = area_y(a, m);
 
@@ -229,6 +191,21 @@ static void legend(GString *s, double x, double y)
 			       x + 104, y);
 }
 
+/* The rate's and the delay's spans over dir's rows, with a little room above. */
+static void fit(struct area *rate, struct area *delay, const struct adapt_trace_row *rows, size_t n,
+		enum adapt_trace_dir dir)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i].dir != dir)
+			continue;
+		rate->v1 = MAX(rate->v1, MAX(rows[i].rate_bps, rows[i].load_bps) / 1e6);
+		delay->v0 = MIN(delay->v0, rows[i].delay_us / 1e3);
+		delay->v1 = MAX(delay->v1, rows[i].delay_us / 1e3);
+	}
+	rate->v1 *= 1.1;
+	delay->v1 += (delay->v1 - delay->v0) * 0.1;
+}
+
 /* One direction's panel at y. */
 static void panel(GString *s, const struct adapt_trace_row *rows, size_t n,
 		  enum adapt_trace_dir dir, double y, double t0, double t1)
@@ -240,15 +217,7 @@ static void panel(GString *s, const struct adapt_trace_row *rows, size_t n,
 	double prev = NAN;
 	struct pen pen;
 
-	for (size_t i = 0; i < n; i++) {
-		if (rows[i].dir != dir)
-			continue;
-		rate.v1 = MAX(rate.v1, MAX(rows[i].rate_bps, rows[i].load_bps) / 1e6);
-		delay.v0 = MIN(delay.v0, rows[i].delay_us / 1e3);
-		delay.v1 = MAX(delay.v1, rows[i].delay_us / 1e3);
-	}
-	rate.v1 *= 1.1;
-	delay.v1 += (delay.v1 - delay.v0) * 0.1;
+	fit(&rate, &delay, rows, n, dir);
 	g_string_append_printf(s, "<text x='%.0f' y='%.0f' font-size='14'>%s</text>\n", L,
 			       y + 20, adapt_trace_dir_name(dir));
 	legend(s, L + 90, y + 20);
@@ -308,11 +277,8 @@ void adapt_trace_svg(GString *out, const struct adapt_trace_row *rows, size_t n,
 	}
 	if (t1 - t0 < 1)
 		t1 = t0 + 1; /* a flat span still gets an axis */
-	g_string_append_printf(out, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' "
-			       "height='%.0f' font-family='sans-serif' font-size='12'>\n"
-			       "<rect width='100%%' height='100%%' fill='white'/>\n"
-			       "<text x='%.0f' y='24' font-size='14'>", W,
-			       TOP + PANEL * (double)MAX(panels, 1), L);
+	svg_begin(out, W, TOP + PANEL * (double)MAX(panels, 1));
+	g_string_append_printf(out, "<text x='%.0f' y='24' font-size='14'>", L);
 	svg_text(out, title ? title : "");
 	g_string_append(out, "</text>\n");
 	for (int d = 0; d < ADAPT_TRACE_NDIRS; d++) {

@@ -111,13 +111,46 @@ static void addr_text(int family, const uint8_t *addr, char out[INET6_ADDRSTRLEN
 		out[0] = '\0';
 }
 
+/*
+ * The first address of ifname's own subnet, if peer (the only one) holds it
+ * in its AllowedIPs: 0 with out, else -ENOENT or -errno.
+ */
+static int subnet_first(struct netlink *nl, const char *ifname, const struct wg_peer *peer,
+			char out[INET6_ADDRSTRLEN])
+{
+	g_autofree struct addr_info *addrs = NULL;
+	struct link_info link;
+	size_t n_addrs = 0;
+	int r;
+
+	r = netlink_link_get(nl, ifname, &link);
+	if (r == 0)
+		r = netlink_addr_list(nl, &addrs, &n_addrs);
+	for (size_t i = 0; r == 0 && i < n_addrs; i++) {
+		const struct addr_info *ai = &addrs[i];
+		unsigned int bits = ai->family == AF_INET ? 32 : 128;
+		uint8_t first[16];
+
+		if (ai->ifindex != link.ifindex || ai->prefixlen >= bits - 1 || ai->scope == 253)
+			continue;
+		memcpy(first, ai->addr, 16);
+		for (unsigned int b = ai->prefixlen; b < bits; b++)
+			first[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
+		first[bits / 8 - 1] |= 1;
+		if (!memcmp(first, ai->addr, bits / 8) ||
+		    peer_by_source(peer, 1, ai->family, first) != 0)
+			continue;
+		addr_text(ai->family, first, out);
+		return 0;
+	}
+	return r < 0 ? r : -ENOENT;
+}
+
 int rate_client_server(struct netlink *nl, const char *ifname, const char *server,
 		       char out[INET6_ADDRSTRLEN], char *why, size_t whylen)
 {
-	g_autofree struct addr_info *addrs = NULL;
 	struct wg_peer *peers = NULL;
-	struct link_info link;
-	size_t n = 0, n_addrs = 0;
+	size_t n = 0;
 	uint8_t a[16];
 	int r;
 
@@ -151,28 +184,10 @@ int rate_client_server(struct netlink *nl, const char *ifname, const char *serve
 		}
 	}
 	/* A peer that routes a subnet (or everything): the server is its first address. */
-	r = netlink_link_get(nl, ifname, &link);
-	if (r == 0)
-		r = netlink_addr_list(nl, &addrs, &n_addrs);
-	for (size_t i = 0; r == 0 && i < n_addrs; i++) {
-		const struct addr_info *ai = &addrs[i];
-		unsigned int bits = ai->family == AF_INET ? 32 : 128;
-		uint8_t first[16];
-
-		if (ai->ifindex != link.ifindex || ai->prefixlen >= bits - 1 || ai->scope == 253)
-			continue;
-		memcpy(first, ai->addr, 16);
-		for (unsigned int b = ai->prefixlen; b < bits; b++)
-			first[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
-		first[bits / 8 - 1] |= 1;
-		if (!memcmp(first, ai->addr, bits / 8) ||
-		    peer_by_source(peers, 1, ai->family, first) != 0)
-			continue;
-		addr_text(ai->family, first, out);
-		wg_peers_free(peers, n);
-		return 0;
-	}
+	r = subnet_first(nl, ifname, peers, out);
 	wg_peers_free(peers, n);
+	if (r == 0)
+		return 0;
 	snprintf(why, whylen, "cannot tell the server's tunnel address from the peer's "
 		 "AllowedIPs: name it (server ADDR)");
 	return -EINVAL;

@@ -291,6 +291,16 @@ static int charge(struct rate_server *s, const struct dgram *d, const uint8_t *s
 	return r < 0 ? r : gate_take(s->gate, d->ifindex, key, kind, now_s());
 }
 
+/* One control message of len bytes at c: the room it takes. */
+static size_t cmsg_put(struct cmsghdr *c, int level, int type, const void *data, size_t len)
+{
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(len);
+	memcpy(CMSG_DATA(c), data, len);
+	return CMSG_SPACE(len);
+}
+
 /* The answer goes back from the address the request was sent to, out of the tunnel. */
 static void reply(int fd, const struct dgram *d, const uint8_t *out, size_t len)
 {
@@ -312,20 +322,12 @@ static void reply(int fd, const struct dgram *d, const uint8_t *out, size_t len)
 		struct in_pktinfo pi = { .ipi_ifindex = d->ifindex };
 
 		memcpy(&pi.ipi_spec_dst, d->to, 4);
-		c->cmsg_level = IPPROTO_IP;
-		c->cmsg_type = IP_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
+		msg.msg_controllen = cmsg_put(c, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
 	} else {
 		struct in6_pktinfo pi = { .ipi6_ifindex = (unsigned int)d->ifindex };
 
 		memcpy(&pi.ipi6_addr, d->to, 16);
-		c->cmsg_level = IPPROTO_IPV6;
-		c->cmsg_type = IPV6_PKTINFO;
-		c->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(c), &pi, sizeof(pi));
-		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
+		msg.msg_controllen = cmsg_put(c, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
 	}
 	if (sendmsg(fd, &msg, MSG_DONTWAIT) < 0)
 		log_debug("rate channel: answer: %s", strerror(errno));
@@ -354,31 +356,72 @@ static void answer_probe(struct rate_server *s, int fd, struct dgram *d,
 		reply(fd, d, d->buf, d->len);
 }
 
-static void handle(struct rate_server *s, int fd, struct dgram *d)
+/*
+ * A request for this server, in req (r: rate_msg_parse's, 0 or
+ * -EPROTONOSUPPORT)? A probe is answered here, anything else dropped.
+ */
+static bool is_request(struct rate_server *s, int fd, struct dgram *d, const uint8_t *src,
+		       struct rate_msg *req, int *r)
 {
-	char ifname[IF_NAMESIZE], from[ADDR_STR_SIZE], keytext[45], want[32], got[32];
 	uint16_t port = ntohs(d->family == AF_INET ? d->from.in.sin_port : d->from.in6.sin6_port);
-	const uint8_t *src = d->family == AF_INET ? (const uint8_t *)&d->from.in.sin_addr :
-						    (const uint8_t *)&d->from.in6.sin6_addr;
-	struct rate_msg req = { 0 }, ans = { 0 };
 	struct tune_probe probe;
-	struct wg_peer *peers = NULL;
-	size_t n = 0;
-	uint8_t out[RATE_MSG_SIZE], key[WG_KEY_LEN];
-	int r, who;
 
 	/* Cheap checks first: a datagram no client sends costs nothing more. */
 	if (!d->ifindex || !rate_accept(d->len, port, (uint16_t)s->port))
-		return;
-	r = tune_probe_parse(d->buf, d->len, &probe);
-	if (r != -EBADMSG) { /* a probe (of a version of ours or not) */
-		if (r == 0)
+		return false;
+	*r = tune_probe_parse(d->buf, d->len, &probe);
+	if (*r != -EBADMSG) { /* a probe (of a version of ours or not) */
+		if (*r == 0)
 			answer_probe(s, fd, d, &probe, src);
-		return;
+		return false;
 	}
-	r = rate_msg_parse(d->buf, d->len, &req);
-	if ((r < 0 && r != -EPROTONOSUPPORT) || req.type != RATE_REQUEST)
-		return; /* never answer an answer: no loops between two daemons */
+	*r = rate_msg_parse(d->buf, d->len, req);
+	/* never answer an answer: no loops between two daemons */
+	return !((*r < 0 && *r != -EPROTONOSUPPORT) || req->type != RATE_REQUEST);
+}
+
+/* The peer key on ifname asked (req; r as is_request's): its answer, logged and sent. */
+static void answer_request(struct rate_server *s, int fd, const struct dgram *d,
+			   const struct rate_msg *req, int r, const char *ifname, const char *from,
+			   const uint8_t *key)
+{
+	char keytext[45], want[32], got[32];
+	struct rate_msg ans = { 0 };
+	uint8_t out[RATE_MSG_SIZE];
+
+	wg_key_to_base64(key, keytext);
+	ans.type = RATE_ANSWER;
+	ans.token = req->token;
+	if (r == -EPROTONOSUPPORT) {
+		ans.status = RATE_UNSUPPORTED;
+	} else {
+		s->decide(s->ud, ifname, key, req->rate, &ans);
+		ans.type = RATE_ANSWER;
+		ans.token = req->token;
+	}
+	format_rate(want, sizeof(want), req->rate);
+	format_rate(got, sizeof(got), ans.rate);
+	log_info("%s: peer %s (%s) asks for %s: %s%s%s", ifname, keytext, from,
+		 r < 0 ? "a newer protocol" : req->rate ? want : "the server's rate",
+		 rate_status_str(ans.status), ans.status == RATE_REFUSED ? "" : ", now ",
+		 ans.status == RATE_REFUSED ? "" : ans.rate ? got : "no rate of its own");
+	if (rate_msg_encode(&ans, out, sizeof(out)) == 0)
+		reply(fd, d, out, sizeof(out)); /* RATE_MSG_SIZE <= d->len: rate_accept */
+}
+
+static void handle(struct rate_server *s, int fd, struct dgram *d)
+{
+	char ifname[IF_NAMESIZE], from[ADDR_STR_SIZE];
+	const uint8_t *src = d->family == AF_INET ? (const uint8_t *)&d->from.in.sin_addr :
+						    (const uint8_t *)&d->from.in6.sin6_addr;
+	struct rate_msg req = { 0 };
+	struct wg_peer *peers = NULL;
+	size_t n = 0;
+	uint8_t key[WG_KEY_LEN];
+	int r = 0, who;
+
+	if (!is_request(s, fd, d, src, &req, &r))
+		return;
 	/*
 	 * Only then the budgets, so that nothing from outside the tunnels
 	 * spends them; the peer's own first, before any dump of ours, so that
@@ -408,35 +451,16 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 		who = -ESTALE;
 	if (who >= 0 && !addresses_ok(s->nl, d, src))
 		who = -EADDRNOTAVAIL;
-	if (who < 0) {
+	if (who < 0)
 		log_debug("rate channel: %s: request from %s: %s; dropped", ifname, from,
 			  who == -ENOTUNIQ ? "in more than one peer's AllowedIPs" :
 			  who == -EADDRNOTAVAIL ? "not to the interface's own address, or from "
 						  "this host" :
 			  who == -ESTALE ? "its peer changed since the last look" :
 						  "in no peer's AllowedIPs");
-		wg_peers_free(peers, n);
-		return;
-	}
-	wg_key_to_base64(peers[who].key, keytext);
-	ans.type = RATE_ANSWER;
-	ans.token = req.token;
-	if (r == -EPROTONOSUPPORT) {
-		ans.status = RATE_UNSUPPORTED;
-	} else {
-		s->decide(s->ud, ifname, peers[who].key, req.rate, &ans);
-		ans.type = RATE_ANSWER;
-		ans.token = req.token;
-	}
-	format_rate(want, sizeof(want), req.rate);
-	format_rate(got, sizeof(got), ans.rate);
-	log_info("%s: peer %s (%s) asks for %s: %s%s%s", ifname, keytext, from,
-		 r < 0 ? "a newer protocol" : req.rate ? want : "the server's rate",
-		 rate_status_str(ans.status), ans.status == RATE_REFUSED ? "" : ", now ",
-		 ans.status == RATE_REFUSED ? "" : ans.rate ? got : "no rate of its own");
+	else
+		answer_request(s, fd, d, &req, r, ifname, from, peers[who].key);
 	wg_peers_free(peers, n);
-	if (rate_msg_encode(&ans, out, sizeof(out)) == 0)
-		reply(fd, d, out, sizeof(out)); /* RATE_MSG_SIZE <= d->len: rate_accept */
 }
 
 void rate_server_read(struct rate_server *s, int fd)

@@ -175,6 +175,36 @@ static int only_wireguard(struct netlink *nl, char *out, size_t size)
  * [IFACE] client download RATE|default [server ADDR]: ask the server for this
  * host's download rate and print its answer. argv starts at "client".
  */
+/* client download RATE|default [server ADDR]: -EINVAL (logged) when the words are wrong. */
+static int client_words(int argc, char **argv, uint64_t *rate, const char **server)
+{
+	if (argc < 3 || strcmp(argv[1], "download") != 0) {
+		log_err("set client: needs download RATE|default");
+		return -EINVAL;
+	}
+	if (strcmp(argv[2], "default") != 0 && (parse_rate(argv[2], rate) < 0 || !*rate)) {
+		log_err("set client download: '%s' is not a rate (a number and a unit, e.g. 20mbit) "
+			"or default", TEXT_QUOTE(argv[2]));
+		return -EINVAL;
+	}
+	for (int i = 3; i < argc; i += 2) {
+		uint8_t a[16];
+		int family;
+
+		if (strcmp(argv[i], "server") != 0 || i + 1 >= argc) {
+			log_err("set client download: '%s': expected server ADDR", TEXT_QUOTE(argv[i]));
+			return -EINVAL;
+		}
+		*server = argv[i + 1];
+		if (addr_parse(*server, &family, a) < 0) {
+			log_err("set client download: server '%s' is not an IPv4 or IPv6 address (the "
+				"server's address inside the tunnel)", TEXT_QUOTE(*server));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int set_client(const char *ifname, int argc, char **argv, const struct cli *cli)
 {
 	g_autoptr(config_t) cfg = NULL;
@@ -185,30 +215,8 @@ static int set_client(const char *ifname, int argc, char **argv, const struct cl
 	uint64_t rate = 0;
 	int r;
 
-	if (argc < 3 || strcmp(argv[1], "download") != 0) {
-		log_err("set client: needs download RATE|default");
+	if (client_words(argc, argv, &rate, &server) < 0)
 		return EXIT_USAGE;
-	}
-	if (strcmp(argv[2], "default") != 0 && (parse_rate(argv[2], &rate) < 0 || !rate)) {
-		log_err("set client download: '%s' is not a rate (a number and a unit, e.g. 20mbit) "
-			"or default", TEXT_QUOTE(argv[2]));
-		return EXIT_USAGE;
-	}
-	for (int i = 3; i < argc; i += 2) {
-		uint8_t a[16];
-		int family;
-
-		if (strcmp(argv[i], "server") != 0 || i + 1 >= argc) {
-			log_err("set client download: '%s': expected server ADDR", TEXT_QUOTE(argv[i]));
-			return EXIT_USAGE;
-		}
-		server = argv[i + 1];
-		if (addr_parse(server, &family, a) < 0) {
-			log_err("set client download: server '%s' is not an IPv4 or IPv6 address (the "
-				"server's address inside the tunnel)", TEXT_QUOTE(server));
-			return EXIT_USAGE;
-		}
-	}
 	cfg = cli_config_optional(cli); /* for the port */
 	if (!cfg)
 		return EXIT_FAIL;

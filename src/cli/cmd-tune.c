@@ -145,6 +145,68 @@ static int far_end_check(const struct tune_args *a, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The words egress, ingress, both and client download (v: the word after w):
+ * 0 when w is none of them, else the words taken, or -EINVAL.
+ */
+static int dir_word(struct tune_args *a, bool *dir_given, const char *w, const char *v, char *err,
+		    size_t errlen)
+{
+	if (strcmp(w, "egress") && strcmp(w, "ingress") && strcmp(w, "both") && strcmp(w, "client"))
+		return 0;
+	if (!strcmp(w, "client") && (!v || strcmp(v, "download") != 0)) {
+		snprintf(err, errlen, "client: expected client download (the download, "
+			 "shaped at the server)");
+		return -EINVAL;
+	}
+	if (!*dir_given)
+		a->egress = a->ingress = false;
+	*dir_given = true;
+	if (!strcmp(w, "client")) {
+		a->server_download = true;
+		return 2;
+	}
+	a->egress |= strcmp(w, "ingress") != 0;
+	a->ingress |= strcmp(w, "egress") != 0;
+	return 1;
+}
+
+/* A word with a value (v): 0 when w is none of them, else the words taken, or -EINVAL. */
+static int value_word(struct tune_args *a, const char *w, const char *v, char *err, size_t errlen)
+{
+	const char **dst = string_word(a, w);
+	uint32_t us;
+	long n;
+
+	if (dst) {
+		if (!v || !*v) {
+			snprintf(err, errlen, "%s: missing its value", w);
+			return -EINVAL;
+		}
+		*dst = v;
+		return 2;
+	}
+	if (!strcmp(w, "target")) {
+		if (!v || parse_time(v, &us) < 0 || us > 1000000) {
+			snprintf(err, errlen, "target: '%s' is not a time up to 1s (e.g. 5ms)",
+				 v ? v : "");
+			return -EINVAL;
+		}
+		a->target_us = us;
+		return 2;
+	}
+	if (!strcmp(w, "streams")) {
+		if (!v || parse_int_range(v, 1, 16, &n) < 0) {
+			snprintf(err, errlen, "streams: '%s' is not a number from 1 to 16",
+				 v ? v : "");
+			return -EINVAL;
+		}
+		a->streams = (unsigned int)n;
+		return 2;
+	}
+	return 0;
+}
+
 int tune_args_parse(int argc, char **argv, struct tune_args *out, char *err, size_t errlen)
 {
 	struct tune_args a = { .streams = 4, .family = AF_INET, .egress = true };
@@ -152,71 +214,25 @@ int tune_args_parse(int argc, char **argv, struct tune_args *out, char *err, siz
 
 	for (int i = 0; i < argc; i++) {
 		const char *w = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		const char **dst;
-		long n;
+		int took = dir_word(&a, &dir_given, w, v, err, errlen);
 
-		if (!strcmp(w, "egress") || !strcmp(w, "ingress") || !strcmp(w, "both") ||
-		    !strcmp(w, "client")) {
-			if (!strcmp(w, "client") && (!v || strcmp(v, "download") != 0)) {
-				snprintf(err, errlen, "client: expected client download (the download, "
-					 "shaped at the server)");
-				return -EINVAL;
-			}
-			if (!dir_given)
-				a.egress = a.ingress = false;
-			dir_given = true;
-			if (!strcmp(w, "client")) {
-				a.server_download = true;
-				i++;
-				continue;
-			}
-			a.egress |= strcmp(w, "ingress") != 0;
-			a.ingress |= strcmp(w, "egress") != 0;
-			continue;
-		}
-		if (!strcmp(w, "ipv4") || !strcmp(w, "ipv6")) {
+		if (!took && (!strcmp(w, "ipv4") || !strcmp(w, "ipv6"))) {
 			a.family = w[3] == '4' ? AF_INET : AF_INET6;
-			continue;
-		}
-		if (!strcmp(w, "save")) {
+			took = 1;
+		} else if (!took && !strcmp(w, "save")) {
 			a.save = true;
-			continue;
+			took = 1;
+		} else if (!took) {
+			took = value_word(&a, w, v, err, errlen);
 		}
-		dst = string_word(&a, w);
-		if (dst) {
-			if (!v || !*v) {
-				snprintf(err, errlen, "%s: missing its value", w);
-				return -EINVAL;
-			}
-			*dst = v;
-			i++;
-			continue;
+		if (!took) {
+			snprintf(err, errlen, "'%s' is not an option of tune (see wgshape tune --help)",
+				 w);
+			return -EINVAL;
 		}
-		if (!strcmp(w, "target")) {
-			uint32_t us;
-
-			if (!v || parse_time(v, &us) < 0 || us > 1000000) {
-				snprintf(err, errlen,
-					 "target: '%s' is not a time up to 1s (e.g. 5ms)",
-					 v ? v : "");
-				return -EINVAL;
-			}
-			a.target_us = us;
-			i++;
-			continue;
-		}
-		if (!strcmp(w, "streams")) {
-			if (!v || parse_int_range(v, 1, 16, &n) < 0) {
-				snprintf(err, errlen, "streams: '%s' is not a number from 1 to 16",
-					 v ? v : "");
-				return -EINVAL;
-			}
-			a.streams = (unsigned int)n;
-			i++;
-			continue;
-		}
-		snprintf(err, errlen, "'%s' is not an option of tune (see wgshape tune --help)", w);
-		return -EINVAL;
+		if (took < 0)
+			return took;
+		i += took - 1;
 	}
 	if (far_end_check(&a, err, errlen) < 0)
 		return -EINVAL;

@@ -160,7 +160,8 @@ static bool option_after(int argc, char **argv)
 	return false;
 }
 
-int main(int argc, char **argv)
+/* wgshape's own options, before the command: -1 to go on, else the exit code. */
+static int global_options(int argc, char **argv, struct cli *cli)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -170,24 +171,17 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ 0 },
 	};
-	struct cli cli = { 0 };
-	g_autofree char *statedir = NULL;
-	const struct command *c;
-	const char *env;
 	int opt;
 
-#ifndef WGSHAPE_MEASURE
-	argv_as_given = g_memdup2(argv, ((gsize)argc + 1) * sizeof(*argv));
-#endif
 	opterr = 0; /* one line of our own instead */
 	/* Stop at the command: its own words (and -h) are its business. */
 	while ((opt = getopt_long(argc, argv, "+jvhVc:", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
-			cli.json = true;
+			cli->json = true;
 			break;
 		case 'v':
-			cli.verbose++;
+			cli->verbose++;
 			break;
 		case 'h':
 			usage(stdout);
@@ -196,7 +190,7 @@ int main(int argc, char **argv)
 			puts("wgshape " WGSHAPE_VERSION);
 			return EXIT_OK;
 		case 'c':
-			cli.config_path = optarg;
+			cli->config_path = optarg;
 			break;
 		default:
 			log_err("'%s': unknown option or missing value (see wgshape --help)",
@@ -204,6 +198,37 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	return -1;
+}
+
+/* -j after the command too: `wgshape show -j` is what people type. argc without them. */
+static int json_after(int argc, char **argv, struct cli *cli)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-j") != 0 && strcmp(argv[i], "--json") != 0)
+			continue;
+		cli->json = true;
+		memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(*argv));
+		argc--;
+		i--;
+	}
+	return argc;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cli = { 0 };
+	g_autofree char *statedir = NULL;
+	const struct command *c;
+	const char *env;
+	int r;
+
+#ifndef WGSHAPE_MEASURE
+	argv_as_given = g_memdup2(argv, ((gsize)argc + 1) * sizeof(*argv));
+#endif
+	r = global_options(argc, argv, &cli);
+	if (r >= 0)
+		return r;
 	if (cli.verbose)
 		log_set_level(LOG_LVL_DEBUG);
 	env = getenv("WGSHAPE_STATE_DIR");
@@ -213,17 +238,8 @@ int main(int argc, char **argv)
 		log_err("missing COMMAND (see wgshape --help)");
 		return EXIT_USAGE;
 	}
-	/* -j after the command too: `wgshape show -j` is what people type. */
-	argc -= optind;
+	argc = json_after(argc - optind, argv + optind, &cli);
 	argv += optind;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-j") != 0 && strcmp(argv[i], "--json") != 0)
-			continue;
-		cli.json = true;
-		memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(*argv));
-		argc--;
-		i--;
-	}
 	c = command(argv[0]);
 	if (!c) {
 		log_err("'%s' is not a command (see wgshape help)", argv[0]);

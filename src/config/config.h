@@ -113,14 +113,14 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 
 /*
  * Read path and then every *.conf in the conf.d folder beside it, in name
- * order. Refuses (-EPERM, with *why set) a file or folder that anyone but
+ * order. Refuses (-EPERM, err says why: util/err.h) a file or folder that anyone but
  * root can write, and so a file below a folder others can write (each
  * folder on its resolved path up to /, /tmp too); a file that is not a
  * regular one (-EINVAL: a FIFO is not waited on) or larger than any
  * configuration (-EFBIG). Each file is opened once, and what is checked is
  * the open file. A missing path is -ENOENT unless must_exist is false.
  */
-int config_load(const char *path, bool must_exist, struct config **out, char **why);
+int config_load(const char *path, bool must_exist, struct config **out, char *err, size_t errlen);
 
 /*
  * config_load for a command: path, or the default (which may be missing: an

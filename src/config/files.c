@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config/internal.h"
+#include "util/err.h"
 #include "util/log.h"
 #include "util/safe.h"
 
@@ -25,25 +26,23 @@ bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode)
 /* Far more than any configuration: a file past this is refused, not read into memory. */
 #define CONFIG_MAX_BYTES (32 << 20)
 
-static int errno_why(const char *path, char **why)
+static int errno_err(const char *path, char *err, size_t errlen)
 {
 	int r = -errno;
 
-	*why = g_strdup_printf("%s: %s", path, g_strerror(-r));
-	return r;
+	return err_say(err, errlen, r, "%s: %s", path, g_strerror(-r));
 }
 
 /* safe_stat's, and a file no larger than a configuration needs. */
-static int stat_safe(const struct stat *st, const char *path, bool is_dir, char **why)
+static int stat_safe(const struct stat *st, const char *path, bool is_dir, char *err,
+		     size_t errlen)
 {
-	int r = safe_stat(st, path, is_dir, false, why);
+	int r = safe_stat(st, path, is_dir, false, err, errlen);
 
-	if (r == 0 && !is_dir && st->st_size > CONFIG_MAX_BYTES) {
-		*why = g_strdup_printf("%s: %jd bytes, more than a configuration needs (at most %d "
-				       "MiB); refusing it", path, (intmax_t)st->st_size,
-				       CONFIG_MAX_BYTES >> 20);
-		return -EFBIG;
-	}
+	if (r == 0 && !is_dir && st->st_size > CONFIG_MAX_BYTES)
+		return err_say(err, errlen, -EFBIG, "%s: %jd bytes, more than a configuration "
+			       "needs (at most %d MiB); refusing it", path, (intmax_t)st->st_size,
+			       CONFIG_MAX_BYTES >> 20);
 	return r;
 }
 
@@ -52,38 +51,37 @@ static int stat_safe(const struct stat *st, const char *path, bool is_dir, char 
  * so is every folder on its resolved path; and that path still leads to it.
  */
 static int check_open(int fd, const char *path, bool is_dir, GHashTable *checked, struct stat *st,
-		      char **why)
+		      char *err, size_t errlen)
 {
 	g_autofree char *real = NULL, *parent = NULL;
 	struct stat at;
 	int r;
 
 	if (fstat(fd, st) < 0)
-		return errno_why(path, why);
-	r = stat_safe(st, path, is_dir, why);
+		return errno_err(path, err, errlen);
+	r = stat_safe(st, path, is_dir, err, errlen);
 	if (r < 0)
 		return r;
 	real = realpath(path, NULL);
 	if (!real)
-		return errno_why(path, why);
-	if (stat(real, &at) < 0 || at.st_dev != st->st_dev || at.st_ino != st->st_ino) {
-		*why = g_strdup_printf("%s: replaced while being read; try again", path);
-		return -EAGAIN;
-	}
+		return errno_err(path, err, errlen);
+	if (stat(real, &at) < 0 || at.st_dev != st->st_dev || at.st_ino != st->st_ino)
+		return err_say(err, errlen, -EAGAIN, "%s: replaced while being read; try again",
+			       path);
 	parent = g_path_get_dirname(real);
-	return safe_dirs(parent, checked, why);
+	return safe_dirs(parent, checked, err, errlen);
 }
 
-static int read_all(int fd, const char *path, GString *out, char **why)
+static int read_all(int fd, const char *path, GString *out, char *err, size_t errlen)
 {
 	int r = safe_read(fd, out, CONFIG_MAX_BYTES);
 
 	if (r == -EFBIG)
-		*why = g_strdup_printf("%s: grew past %d MiB while being read; refusing it", path,
-				       CONFIG_MAX_BYTES >> 20);
-	else if (r < 0)
-		errno = -r;
-	return r == -EFBIG || r == 0 ? r : errno_why(path, why);
+		return err_say(err, errlen, r, "%s: grew past %d MiB while being read; refusing it",
+			       path, CONFIG_MAX_BYTES >> 20);
+	if (r < 0)
+		return err_say(err, errlen, r, "%s: %s", path, g_strerror(-r));
+	return 0;
 }
 
 /*
@@ -92,7 +90,7 @@ static int read_all(int fd, const char *path, GString *out, char **why)
  * FIFO does not wait for a writer (and it is refused, as not regular).
  */
 static int load_file(struct config *cfg, int dirfd, const char *name, const char *path,
-		     GHashTable *checked, char **why)
+		     GHashTable *checked, char *err, size_t errlen)
 {
 	g_autoptr(GString) text = NULL;
 	struct stat st;
@@ -100,11 +98,11 @@ static int load_file(struct config *cfg, int dirfd, const char *name, const char
 
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return errno_why(path, why);
-	r = check_open(fd, path, false, checked, &st, why);
+		return errno_err(path, err, errlen);
+	r = check_open(fd, path, false, checked, &st, err, errlen);
 	if (r == 0) {
 		text = g_string_sized_new((size_t)st.st_size + 1);
-		r = read_all(fd, path, text, why);
+		r = read_all(fd, path, text, err, errlen);
 	}
 	close(fd);
 	if (r < 0)
@@ -120,14 +118,14 @@ static int cmp_str_ptr(gconstpointer a, gconstpointer b)
 }
 
 /* The names of the *.conf in the open folder fd, in name order. */
-static int confd_names(int fd, const char *confd, GPtrArray *names, char **why)
+static int confd_names(int fd, const char *confd, GPtrArray *names, char *err, size_t errlen)
 {
 	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
 	struct dirent *e;
 
 	if (!d) {
-		int r = errno_why(confd, why);
+		int r = errno_err(confd, err, errlen);
 
 		if (dup_fd >= 0)
 			close(dup_fd);
@@ -142,7 +140,8 @@ static int confd_names(int fd, const char *confd, GPtrArray *names, char **why)
 }
 
 /* conf.d beside the main file, if there is one: checked open, its files read through it. */
-static int load_confd(struct config *cfg, const char *dir, GHashTable *checked, char **why)
+static int load_confd(struct config *cfg, const char *dir, GHashTable *checked, char *err,
+		      size_t errlen)
 {
 	g_autofree char *confd = g_build_filename(dir, "conf.d", NULL);
 	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
@@ -151,42 +150,40 @@ static int load_confd(struct config *cfg, const char *dir, GHashTable *checked, 
 
 	fd = open(confd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? 0 : errno_why(confd, why);
-	r = check_open(fd, confd, true, checked, &st, why);
+		return errno == ENOENT || errno == ENOTDIR ? 0 : errno_err(confd, err, errlen);
+	r = check_open(fd, confd, true, checked, &st, err, errlen);
 	if (r == 0)
-		r = confd_names(fd, confd, names, why);
+		r = confd_names(fd, confd, names, err, errlen);
 	for (guint i = 0; r == 0 && i < names->len; i++) {
 		g_autofree char *path = g_build_filename(confd, names->pdata[i], NULL);
 
-		r = load_file(cfg, fd, names->pdata[i], path, checked, why);
+		r = load_file(cfg, fd, names->pdata[i], path, checked, err, errlen);
 	}
 	close(fd);
 	return r;
 }
 
-int config_load(const char *path, bool must_exist, struct config **out, char **why)
+int config_load(const char *path, bool must_exist, struct config **out, char *err, size_t errlen)
 {
 	g_autoptr(config_t) cfg = config_new();
 	g_autoptr(GHashTable) checked = NULL;
 	g_autofree char *dir = g_path_get_dirname(path);
 	int r;
 
-	*why = NULL;
 	checked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	r = safe_dirs(dir, checked, why);
+	r = safe_dirs(dir, checked, err, errlen);
 	if (r == 0)
-		r = load_file(cfg, AT_FDCWD, path, path, checked, why);
+		r = load_file(cfg, AT_FDCWD, path, path, checked, err, errlen);
 	if (r == -ENOENT) {
-		g_clear_pointer(why, g_free);
-		if (must_exist) {
-			*why = g_strdup_printf("%s: no such file", path);
-			return r;
-		}
+		if (must_exist)
+			return err_say(err, errlen, r, "%s: no such file", path);
+		if (errlen)
+			err[0] = '\0'; /* not a failure: a warning */
 		g_ptr_array_add(cfg->warnings, g_strdup_printf("%s: no such file", path));
 	} else if (r < 0) {
 		return r;
 	}
-	r = load_confd(cfg, dir, checked, why);
+	r = load_confd(cfg, dir, checked, err, errlen);
 	if (r < 0)
 		return r;
 	config_finish(cfg);
@@ -197,12 +194,12 @@ int config_load(const char *path, bool must_exist, struct config **out, char **w
 struct config *config_load_logged(const char *path)
 {
 	struct config *cfg = NULL;
-	g_autofree char *why = NULL;
+	char err[ERR_SIZE] = "";
 	int r;
 
-	r = config_load(path ? path : CONFIG_DEFAULT_PATH, path != NULL, &cfg, &why);
+	r = config_load(path ? path : CONFIG_DEFAULT_PATH, path != NULL, &cfg, err, sizeof(err));
 	if (r < 0) {
-		log_err("config: %s", why ? why : strerror(-r));
+		log_err("config: %s", err[0] ? err : strerror(-r));
 		return NULL;
 	}
 	for (guint i = 0; i < cfg->warnings->len; i++)

@@ -72,6 +72,25 @@ static int redirect_del(struct netlink *nl, const char *ifname, int ifindex, boo
 }
 
 /*
+ * ifname's ingress qdisc (present, where it redirects, whether it is
+ * another's) and the link ifb: 1 when that link exists (in ifbl), 0 when
+ * not, or -errno (logged).
+ */
+static int ingress_read(struct netlink *nl, const char *ifname, const struct link_info *link,
+			const char *ifb, bool *present, int *redirect, bool *theirs,
+			struct link_info *ifbl)
+{
+	int r = netlink_ingress_get(nl, link->ifindex, present, redirect, theirs);
+
+	if (r < 0)
+		return shape_fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
+	r = netlink_link_get(nl, ifb, ifbl);
+	if (r < 0 && r != -ENODEV)
+		return shape_fail(nl, ifname, OP_IFB, r, "read IFB");
+	return r == 0;
+}
+
+/*
  * Take away our redirect (and the ingress qdisc unless the user's filters
  * are on it) and IFB; leave anyone else's alone, whatever the state file
  * says (it names the IFB): the redirect only when wgshape's filter sends to
@@ -91,13 +110,10 @@ int ingress_remove(struct netlink *nl, const char *ifname, const struct link_inf
 			 "qdisc", ifname, TEXT_QUOTE(ifb), ifname);
 		return 0;
 	}
-	r = netlink_ingress_get(nl, link->ifindex, &present, &redirect, &theirs);
+	r = ingress_read(nl, ifname, link, ifb, &present, &redirect, &theirs, &ifbl);
 	if (r < 0)
-		return shape_fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
-	r = netlink_link_get(nl, ifb, &ifbl);
-	if (r < 0 && r != -ENODEV)
-		return shape_fail(nl, ifname, OP_IFB, r, "read IFB");
-	have_ifb = r == 0 && !strcmp(ifbl.kind, "ifb");
+		return r;
+	have_ifb = r == 1 && !strcmp(ifbl.kind, "ifb");
 	if (present && redirect_ours(nl, redirect, have_ifb ? ifbl.ifindex : 0)) {
 		r = redirect_del(nl, ifname, link->ifindex, theirs);
 		if (r < 0)
@@ -171,13 +187,10 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 	int redirect, r;
 
 	shape_ifb_name(ifname, ifb);
-	r = netlink_ingress_get(nl, link->ifindex, &present, &redirect, &theirs);
+	r = ingress_read(nl, ifname, link, ifb, &present, &redirect, &theirs, &ifbl);
 	if (r < 0)
-		return shape_fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
-	r = netlink_link_get(nl, ifb, &ifbl);
-	if (r < 0 && r != -ENODEV)
-		return shape_fail(nl, ifname, OP_IFB, r, "read IFB");
-	have_ifb = r == 0;
+		return r;
+	have_ifb = r == 1;
 	ours = st->ingress || !strcmp(stale_ifb, ifb);
 
 	if (have_ifb && (!ours || strcmp(ifbl.kind, "ifb") != 0)) {

@@ -119,6 +119,15 @@ int shape_link_for(struct netlink *nl, const char *ifname, struct link_info *lin
 	return 0;
 }
 
+/* shape_link_for, then shape_state_for: what set and clear start from. */
+static int link_and_state(struct netlink *nl, const char *statedir, const char *ifname,
+			  struct link_info *link, struct shape_state *st, char stale_ifb[IFNAME_SIZE])
+{
+	int r = shape_link_for(nl, ifname, link);
+
+	return r < 0 ? r : shape_state_for(statedir, ifname, link, st, stale_ifb);
+}
+
 static int overhead_auto(struct netlink *nl, const char *ifname, const struct link_info *link,
 			 int link_overhead, struct wg_dump *wg, struct overhead_choice *c)
 {
@@ -348,10 +357,7 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	bool warn = false;
 	int r;
 
-	r = shape_link_for(nl, ifname, &link);
-	if (r < 0)
-		return r;
-	r = shape_state_for(statedir, ifname, &link, &st, stale_ifb);
+	r = link_and_state(nl, statedir, ifname, &link, &st, stale_ifb);
 	if (r < 0)
 		return r;
 
@@ -426,10 +432,7 @@ int shape_clear(struct netlink *nl, const char *statedir, const char *ifname)
 
 	if (!ifname_is_valid(ifname) || netlink_link_get(nl, ifname, &link) == -ENODEV)
 		return forget_gone(nl, statedir, ifname);
-	r = shape_link_for(nl, ifname, &link);
-	if (r < 0)
-		return r;
-	r = shape_state_for(statedir, ifname, &link, &st, stale_ifb);
+	r = link_and_state(nl, statedir, ifname, &link, &st, stale_ifb);
 	if (r < 0)
 		return r;
 	r = ingress_off(nl, ifname, &link, &st);

@@ -13,6 +13,7 @@
 #include "shape/peers.h"
 #include "shape/state.h"
 #include "shape/words.h"
+#include "util/err.h"
 #include "util/ifname.h"
 #include "util/log.h"
 #include "util/safe.h"
@@ -106,19 +107,20 @@ static void tree_opts_save(GKeyFile *kf, const struct cake_opts *o)
  */
 static int dir_safe(const char *dir)
 {
-	g_autofree char *why = NULL;
-	int r = safe_dirs(dir, NULL, &why);
+	char err[ERR_SIZE];
+	int r = safe_dirs(dir, NULL, err, sizeof(err));
 
 	if (r < 0 && r != -ENOENT)
-		log_err("state folder: %s", why);
+		log_err("state folder: %s", err);
 	return r;
 }
 
 int state_file_read(const char *dir, const char *name, size_t max, GString **out)
 {
 	g_autofree char *path = g_build_filename(dir, name, NULL);
-	g_autofree char *why = NULL, *shown = NULL;
+	g_autofree char *shown = NULL;
 	g_autoptr(GString) text = g_string_new(NULL);
+	char err[ERR_SIZE] = "";
 	struct stat st;
 	int fd, r;
 
@@ -138,7 +140,8 @@ int state_file_read(const char *dir, const char *name, size_t max, GString **out
 		log_err("state: %s: %s", shown, g_strerror(-r));
 		return r;
 	}
-	r = fstat(fd, &st) < 0 ? -errno : safe_stat(&st, path, false, false, &why);
+	r = fstat(fd, &st) < 0 ? -errno : safe_stat(&st, path, false, false, err,
+							       sizeof(err));
 	if (r == 0 && (uint64_t)st.st_size > max)
 		r = -EFBIG;
 	if (r == 0)
@@ -149,7 +152,7 @@ int state_file_read(const char *dir, const char *name, size_t max, GString **out
 			log_err("state: %s: more than %zu bytes, more than wgshape writes; refusing "
 				"it", shown, max);
 		else
-			log_err("state: %s", why ? why : g_strerror(-r));
+			log_err("state: %s", err[0] ? err : g_strerror(-r));
 		return r;
 	}
 	*out = g_steal_pointer(&text);

@@ -5,7 +5,6 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +13,10 @@
 #include "shape/overhead.h"
 #include "shape/units.h"
 #include "shape/words.h"
+#include "util/err.h"
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
+/* A word refused: util/err.h's message, -EINVAL. */
+#define bad(err, errlen, ...) err_say(err, errlen, -EINVAL, __VA_ARGS__)
 
 /* One parse: the request so far, and where its error goes. */
 struct parse {

@@ -5,6 +5,7 @@
 
 #include "tune/plot.h"
 #include "util/log.h"
+#include "util/svg.h"
 
 static gint cmp_rate(gconstpointer a, gconstpointer b)
 {
@@ -37,21 +38,12 @@ static double plot_yg(const struct plot_frame *f, double goodput)
 	return f->y0 + f->h - goodput / f->gmax * f->h;
 }
 
-/* A round step for about n ticks over span: 1, 2 or 5 times a power of ten. */
-static double tick_step(double span, int n)
-{
-	double raw = span / n, mag = pow(10, floor(log10(raw)));
-
-	return raw <= mag ? mag : raw <= 2 * mag ? 2 * mag : raw <= 5 * mag ? 5 * mag : 10 * mag;
-}
-
 static void plot_axes(GString *s, const struct plot_frame *f, const struct tune_target *tg)
 {
-	double st = tick_step((f->rmax - f->rmin) * 8 / 1e6, 6);
+	double st = svg_tick_step((f->rmax - f->rmin) * 8 / 1e6, 6);
 	double bottom = f->y0 + f->h;
 
-	g_string_append_printf(s, "<rect x='%.0f' y='%.0f' width='%.0f' height='%.0f' "
-			       "fill='none' stroke='#888'/>\n", f->x0, f->y0, f->w, f->h);
+	svg_frame(s, f->x0, f->y0, f->w, f->h);
 	for (double m = ceil(f->rmin * 8 / 1e6 / st) * st; m <= f->rmax * 8 / 1e6; m += st)
 		g_string_append_printf(s, "<line x1='%.1f' y1='%.0f' x2='%.1f' y2='%.0f' "
 				       "stroke='#ddd'/><text x='%.1f' y='%.0f' "
@@ -60,12 +52,12 @@ static void plot_axes(GString *s, const struct plot_frame *f, const struct tune_
 				       plot_x(f, m * 1e6 / 8), bottom + 16, m);
 	g_string_append_printf(s, "<text x='%.0f' y='%.0f' text-anchor='middle'>shaper rate, "
 			       "Mbit/s</text>\n", f->x0 + f->w / 2, bottom + 34);
-	st = tick_step(f->lmax, 5);
+	st = svg_tick_step(f->lmax, 5);
 	for (double m = 0; m <= f->lmax; m += st)
 		g_string_append_printf(s, "<text x='%.0f' y='%.1f' fill='#c33' "
 				       "text-anchor='end'>%g</text>\n", f->x0 - 6,
 				       plot_yl(f, m) + 4, m);
-	st = tick_step(f->gmax * 8 / 1e6, 5);
+	st = svg_tick_step(f->gmax * 8 / 1e6, 5);
 	for (double m = 0; m <= f->gmax * 8 / 1e6; m += st)
 		g_string_append_printf(s, "<text x='%.0f' y='%.1f' fill='#36c'>%g</text>\n",
 				       f->x0 + f->w + 6, plot_yg(f, m * 1e6 / 8) + 4, m);
@@ -135,9 +127,7 @@ int tune_plot(const char *path, struct tune_run *const *runs, size_t n)
 	g_autoptr(GError) err = NULL;
 	const double W = 720, H = 420, L = 60, R = 60, T = 44, B = 56;
 
-	g_string_append_printf(s, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' "
-			       "height='%.0f' font-family='sans-serif' font-size='12'>\n"
-			       "<rect width='100%%' height='100%%' fill='white'/>\n", W, H * n);
+	svg_begin(s, W, H * n);
 	for (size_t k = 0; k < n; k++) {
 		struct tune_run *t = runs[k];
 		g_autoptr(GArray) st = g_array_copy(t->steps);

@@ -8,6 +8,7 @@
 #include "apply/reconcile.h"
 #include "nm/nm.h"
 #include "tune/save.h"
+#include "util/err.h"
 #include "util/log.h"
 #include "util/print.h"
 
@@ -20,12 +21,12 @@ static int choose_group(const char *conf, const char *ifname, char *group, size_
 {
 	g_autoptr(config_t) cfg = NULL;
 	g_autoptr(GPtrArray) profs = g_ptr_array_new();
-	g_autofree char *why = NULL;
+	char err[ERR_SIZE];
 	const struct conf_section *chosen = NULL;
 	struct nm_nets *nets = NULL;
 	char why_net[192];
 
-	if (config_load(conf, false, &cfg, &why) == 0) {
+	if (config_load(conf, false, &cfg, err, sizeof(err)) == 0) {
 		config_networks_for(cfg, ifname, profs);
 		if (profs->len) {
 			nm_nets_get(&nets);

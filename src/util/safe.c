@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/err.h"
 #include "util/safe.h"
 #include "util/text.h"
 
@@ -18,44 +19,40 @@ bool safe_mode(uid_t uid, gid_t gid, mode_t mode)
 	return true;
 }
 
-int safe_stat(const struct stat *st, const char *path, bool is_dir, bool above, char **why)
+int safe_stat(const struct stat *st, const char *path, bool is_dir, bool above, char *err,
+	      size_t errlen)
 {
 	g_autofree char *shown = text_escape(path);
 	const char *from = above ? "anything below it" : "it";
 	mode_t mode = above ? st->st_mode & ~(mode_t)S_IWUSR : st->st_mode;
 
 	if (is_dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode)) {
-		*why = g_strdup_printf("%s: not a %s", shown,
-				       is_dir ? "folder" : "regular file");
-		return -EINVAL;
+		return err_say(err, errlen, -EINVAL, "%s: not a %s", shown,
+			       is_dir ? "folder" : "regular file");
 	}
 	if (st->st_uid != 0 && st->st_uid != geteuid()) {
-		*why = g_strdup_printf("%s: owned by uid %u, who could change it at will; refusing "
-				       "to take orders from %s (chown root)",
-				       shown, (unsigned int)st->st_uid, from);
-		return -EPERM;
+		return err_say(err, errlen, -EPERM, "%s: owned by uid %u, who could change it at "
+			       "will; refusing to take orders from %s (chown root)",
+			       shown, (unsigned int)st->st_uid, from);
 	}
 	if (!safe_mode(st->st_uid, st->st_gid, mode)) {
-		*why = g_strdup_printf("%s: writable by someone other than root (owner %u, group "
-				       "%u, mode %04o); refusing to take orders from %s",
-				       shown, (unsigned int)st->st_uid,
-				       (unsigned int)st->st_gid, (unsigned int)(st->st_mode & 07777),
-				       from);
-		return -EPERM;
+		return err_say(err, errlen, -EPERM, "%s: writable by someone other than root "
+			       "(owner %u, group %u, mode %04o); refusing to take orders from %s",
+			       shown, (unsigned int)st->st_uid, (unsigned int)st->st_gid,
+			       (unsigned int)(st->st_mode & 07777), from);
 	}
 	return 0;
 }
 
-static int errno_why(const char *path, char **why)
+static int errno_err(const char *path, char *err, size_t errlen)
 {
 	g_autofree char *shown = text_escape(path);
 	int r = -errno;
 
-	*why = g_strdup_printf("%s: %s", shown, g_strerror(-r));
-	return r;
+	return err_say(err, errlen, r, "%s: %s", shown, g_strerror(-r));
 }
 
-int safe_dirs(const char *dir, GHashTable *checked, char **why)
+int safe_dirs(const char *dir, GHashTable *checked, char *err, size_t errlen)
 {
 	g_autoptr(GHashTable) own = NULL;
 	g_autofree char *real = realpath(dir, NULL);
@@ -65,13 +62,13 @@ int safe_dirs(const char *dir, GHashTable *checked, char **why)
 	if (!checked)
 		checked = own = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	if (!real)
-		return errno_why(dir, why);
+		return errno_err(dir, err, errlen);
 	while (GPOINTER_TO_INT(g_hash_table_lookup(checked, real)) < need) {
 		char *slash = strrchr(real, '/');
 
 		if (stat(real, &st) < 0)
-			return errno_why(real, why);
-		r = safe_stat(&st, real, true, need == 1, why);
+			return errno_err(real, err, errlen);
+		r = safe_stat(&st, real, true, need == 1, err, errlen);
 		if (r < 0)
 			return r;
 		g_hash_table_insert(checked, g_strdup(real), GINT_TO_POINTER(need));

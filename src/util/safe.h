@@ -19,18 +19,19 @@ bool safe_mode(uid_t uid, gid_t gid, mode_t mode);
 /*
  * st (of path): a folder or a regular file as is_dir says, owned by root or
  * the caller, writable by nobody else. above: a folder further up the way,
- * which its owner may write. -EINVAL (not that type), -EPERM; *why says so
- * on one line (g_free it).
+ * which its owner may write. -EINVAL (not that type), -EPERM; err says so
+ * (util/err.h).
  */
-int safe_stat(const struct stat *st, const char *path, bool is_dir, bool above, char **why);
+int safe_stat(const struct stat *st, const char *path, bool is_dir, bool above, char *err,
+	      size_t errlen);
 
 /*
  * dir, resolved, and every folder above it up to /: safe_stat's, since
  * whoever can write one of them can swap what is below it (a sticky /tmp is
  * no exception). checked: NULL, or folders already found safe (2: a file's
- * own folder, 1: further up), each looked at once. -errno and *why.
+ * own folder, 1: further up), each looked at once. -errno and err.
  */
-int safe_dirs(const char *dir, GHashTable *checked, char **why);
+int safe_dirs(const char *dir, GHashTable *checked, char *err, size_t errlen);
 
 /* Append what fd holds, to its end, to out: -EFBIG past max bytes in all, or -errno. */
 int safe_read(int fd, GString *out, size_t max);
