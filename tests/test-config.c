@@ -718,6 +718,83 @@ static void test_not_ini(void)
 	}
 }
 
+/* Replace file (below dir, whose folders are 0555) with text. */
+static void rewrite(const char *dir, const char *name, const char *text)
+{
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+	g_autofree char *parent = g_path_get_dirname(path);
+
+	g_assert_cmpint(g_chmod(parent, 0755), ==, 0);
+	g_assert_cmpint(g_remove(path), ==, 0);
+	g_assert_true(g_file_set_contents(path, text, -1, NULL));
+	g_assert_cmpint(g_chmod(path, 0444), ==, 0);
+	g_assert_cmpint(g_chmod(parent, 0555), ==, 0);
+}
+
+/*
+ * A reload (issue 28, item 6): a file that no longer parses keeps what it
+ * said when it last did, with one warning naming it and GLib's reason; its
+ * neighbours' changes still count, and once fixed its new text counts.
+ */
+static void test_reload_keeps_last_good(void)
+{
+	const struct file f[] = {
+		{ "wgshape.conf", "[interface wg0]\negress = 10mbit\n" },
+		{ "conf.d/10-a.conf", "[interface wg1]\negress = 20mbit\nbogus = 1\n" },
+	};
+	g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
+	g_autofree char *path = main_path(dir);
+	g_autofree char *confd_file = g_build_filename(dir, "conf.d/10-a.conf", NULL);
+	g_autofree char *why = NULL;
+	g_autoptr(config_t) first = NULL, second = NULL, third = NULL, fixed = NULL, fresh = NULL;
+
+	g_assert_cmpint(config_load(path, true, &first, &why), ==, 0);
+	g_assert_cmpuint(first->warnings->len, ==, 1); /* bogus = 1 */
+
+	/* a typo in conf.d, a change in the main file */
+	rewrite(dir, "conf.d/10-a.conf", "[interface wg1]\negress 30mbit\n");
+	rewrite(dir, "wgshape.conf", "[interface wg0]\negress = 40mbit\n");
+	g_assert_cmpint(config_reload(path, true, first, &second, &why), ==, 0);
+	dump_warnings(second);
+	g_assert_cmpuint(second->warnings->len, ==, 1);
+	assert_has(warning(second, 0), confd_file);
+	assert_has(warning(second, 0), "not an INI file");
+	assert_has(warning(second, 0), "egress 30mbit"); /* GLib's reason quotes the line */
+	assert_has(warning(second, 0), "keeping what it said when it last read well");
+	g_assert_cmpuint(req_of(second, "wg1")->egress_rate, ==, 2500000);
+	g_assert_cmpuint(req_of(second, "wg0")->egress_rate, ==, 5000000);
+
+	/* still broken at the next reload: the same text kept, not lost */
+	g_assert_cmpint(config_reload(path, true, second, &third, &why), ==, 0);
+	g_assert_cmpuint(third->warnings->len, ==, 1);
+	g_assert_cmpuint(req_of(third, "wg1")->egress_rate, ==, 2500000);
+
+	/* the main file broken too: each keeps its own */
+	rewrite(dir, "wgshape.conf", "egress = 50mbit\n");
+	g_clear_pointer(&second, config_free);
+	g_assert_cmpint(config_reload(path, true, third, &second, &why), ==, 0);
+	g_assert_cmpuint(second->warnings->len, ==, 2);
+	assert_has(warning(second, 0), path);
+	g_assert_cmpuint(req_of(second, "wg0")->egress_rate, ==, 5000000);
+	g_assert_cmpuint(req_of(second, "wg1")->egress_rate, ==, 2500000);
+
+	/* fixed: its new text counts */
+	rewrite(dir, "conf.d/10-a.conf", "[interface wg1]\negress = 30mbit\n");
+	rewrite(dir, "wgshape.conf", "[interface wg0]\negress = 60mbit\n");
+	g_assert_cmpint(config_reload(path, true, second, &fixed, &why), ==, 0);
+	g_assert_cmpuint(fixed->warnings->len, ==, 0);
+	g_assert_cmpuint(req_of(fixed, "wg1")->egress_rate, ==, 3750000);
+	g_assert_cmpuint(req_of(fixed, "wg0")->egress_rate, ==, 7500000);
+
+	/* a first load (no earlier one) still skips a broken file */
+	rewrite(dir, "conf.d/10-a.conf", "[interface wg1]\negress 30mbit\n");
+	g_assert_cmpint(config_load(path, true, &fresh, &why), ==, 0);
+	g_assert_cmpuint(fresh->warnings->len, ==, 1);
+	assert_has(warning(fresh, 0), "file skipped");
+	g_assert_null(config_match(fresh, "wg1"));
+	rm_rf(dir);
+}
+
 /* An exact name beats a glob wherever it is; among globs the first one wins. */
 static void test_glob_precedence(void)
 {
@@ -1719,6 +1796,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/unknown", test_unknown);
 	g_test_add_func("/config/line-numbers", test_line_numbers);
 	g_test_add_func("/config/not-ini", test_not_ini);
+	g_test_add_func("/config/reload-keeps-last-good", test_reload_keeps_last_good);
 	g_test_add_func("/config/glob", test_glob);
 	g_test_add_func("/config/glob-precedence", test_glob_precedence);
 	g_test_add_func("/config/merge", test_merge);

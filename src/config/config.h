@@ -93,6 +93,7 @@ struct config {
 	unsigned int metrics_every; /* [daemon] metrics-every, seconds, default METRICS_EVERY_S */
 	GPtrArray *warnings; /* char *, "file:line: ...", one line of UTF-8 (util/text.h) */
 	GPtrArray *files; /* char *, the files read */
+	GHashTable *texts; /* file -> GBytes, the text its part came from (config_reload) */
 	GHashTable *index; /* config.c's own: the sections by group name, while files are read */
 };
 
@@ -122,10 +123,22 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 int config_load(const char *path, bool must_exist, struct config **out, char **why);
 
 /*
+ * config_load for a daemon that has prev loaded: a file that is no longer
+ * INI at all gives what its text in prev gave (its last good text), with one
+ * warning naming it and GLib's reason, instead of being skipped whole; so a
+ * typo saved in one file does not drop its sections on a reload. prev NULL:
+ * config_load.
+ */
+int config_reload(const char *path, bool must_exist, const struct config *prev,
+		  struct config **out, char **why);
+
+/*
  * config_load for a command: path, or the default (which may be missing: an
  * empty configuration); every warning logged. NULL (logged) when unusable.
  */
 struct config *config_load_logged(const char *path);
+/* The same with config_reload's prev. */
+struct config *config_reload_logged(const char *path, const struct config *prev);
 
 /* Does mode leave a file writable only by its owner and root? (safe_mode()) */
 bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode);
