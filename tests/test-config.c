@@ -19,6 +19,8 @@
 #include <glib/gstdio.h>
 
 #include "config/config.h"
+#include "shape/peers.h"
+#include "shape/state.h"
 
 struct file {
 	const char *name; /* below the folder: "wgshape.conf", "conf.d/10-a.conf" */
@@ -1686,6 +1688,63 @@ static void test_rate_channel(void)
 	g_assert_null(cafe->net.server);
 }
 
+/*
+ * Issue 28, item 10: a [peer] name over 63 bytes and a file whose path
+ * makes "config FILE:LINE" over 127 are cut between characters, so the state
+ * file keeps both: show names the peer, and its source stays the
+ * configuration's (a source read back as "set" survived its section's end).
+ */
+static void test_long_names(void)
+{
+	g_autoptr(GString) name = g_string_new(NULL), file = g_string_new("conf.d/");
+	g_autoptr(GString) text = g_string_new(NULL);
+	g_autofree char *dir = NULL, *path = NULL, *why = NULL, *state = NULL;
+	g_autoptr(config_t) cfg = NULL;
+	g_autoptr(GArray) peers = g_array_new(false, true, sizeof(struct peer_want));
+	struct shape_state st = { 0 }, back = { 0 };
+	const struct peer_want *w;
+
+	for (int i = 0; i < 40; i++)
+		g_string_append(name, "\u00e9"); /* 80 bytes, each character two */
+	g_string_append(name, "x"); /* so that byte 63 is the middle of one */
+	for (int i = 0; i < 70; i++)
+		g_string_append(file, "\u00e9");
+	g_string_append(file, ".conf");
+	g_string_printf(text, "[peer %s]\npublic-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+			      "download = 10mbit\n", name->str);
+	{
+		const struct file f[] = { { "wgshape.conf", "" }, { file->str, text->str } };
+
+		dir = tree_new(f, G_N_ELEMENTS(f), 0);
+	}
+	path = main_path(dir);
+	g_assert_cmpint(config_load(path, true, &cfg, &why), ==, 0);
+	dump_warnings(cfg);
+	config_peers_for(cfg, "wg0", (const uint8_t[WG_KEY_LEN]){ 0 }, 1, peers);
+	g_assert_cmpuint(peers->len, ==, 1);
+	w = &g_array_index(peers, struct peer_want, 0);
+	g_assert_true(g_utf8_validate(w->name, -1, NULL));
+	g_assert_cmpuint(strlen(w->name), ==, 62);
+	g_assert_true(g_str_has_prefix(name->str, w->name));
+	g_assert_true(g_utf8_validate(w->source, -1, NULL));
+	g_assert_true(g_str_has_prefix(w->source, "config "));
+	g_assert_cmpuint(strlen(w->source), >=, sizeof(w->source) - 4);
+
+	/* and through the state file */
+	state = g_build_filename(dir, "state", NULL);
+	g_assert_cmpint(g_chmod(dir, 0755), ==, 0);
+	st.peers = g_array_copy(peers);
+	g_assert_cmpint(state_save(state, "wg0", &st), ==, 0);
+	g_assert_cmpint(state_load(state, "wg0", &back), ==, 0);
+	g_assert_nonnull(back.peers);
+	g_assert_cmpuint(back.peers->len, ==, 1);
+	g_assert_cmpstr(g_array_index(back.peers, struct peer_want, 0).name, ==, w->name);
+	g_assert_cmpstr(g_array_index(back.peers, struct peer_want, 0).source, ==, w->source);
+	shape_state_clear(&st);
+	shape_state_clear(&back);
+	rm_rf(dir);
+}
+
 /* adapt = yes and its ranges; a client's download = in [interface]. */
 static void test_adapt(void)
 {
@@ -1814,6 +1873,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/warnings-shown", test_warnings_shown);
 	g_test_add_func("/config/rate-channel", test_rate_channel);
 	g_test_add_func("/config/adapt", test_adapt);
+	g_test_add_func("/config/long-names", test_long_names);
 	g_test_add_func("/config/metrics", test_metrics_keys);
 	return g_test_run();
 }
