@@ -1596,15 +1596,15 @@ static void test_rate_channel(void)
 	static const char text[] =
 		"[interface wg0]\n"
 		"client-download = yes\n"
-		"download-min = 2mbit\n"
-		"download-max = 100mbit\n"
+		"client-download-min = 2mbit\n"
+		"client-download-max = 100mbit\n"
 		"[interface wg1]\n"
-		"download-min = 50mbit\n"
-		"download-max = 10mbit\n" /* 3: min above max, both dropped */
+		"client-download-min = 50mbit\n"
+		"client-download-max = 10mbit\n" /* 3: min above max, both dropped */
 		"[peer laptop]\n"
 		"public-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
 		"download = 10mbit\n"
-		"download-max = 40mbit\n"
+		"client-download-max = 40mbit\n"
 		"[peer phone]\n"
 		"public-key = AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\n"
 		"client-download = no\n"
@@ -1745,6 +1745,68 @@ static void test_long_names(void)
 	rm_rf(dir);
 }
 
+/*
+ * One name, one meaning (issue 28's papercut): download-min/-max are adapt's
+ * range beside download = (as in a [network] profile); a server's bounds
+ * for its clients are client-download-min/-max. The old spelling of those
+ * still reads, with a warning naming the new one.
+ */
+static void test_old_spelling(void)
+{
+	static const char text[] =
+		"[interface wg0]\n" /* a server, spelled as before */
+		"client-download = yes\n"
+		"download-min = 2mbit\n"
+		"download-max = 100mbit\n"
+		"[interface wg1]\n" /* both spellings: the new one counts */
+		"client-download = yes\n"
+		"client-download-max = 50mbit\n"
+		"download-max = 10mbit\n"
+		"[interface wg2]\n" /* a client adapting: its own range, no warning */
+		"download = 40mbit\n"
+		"download-min = 10mbit\n"
+		"download-max = 60mbit\n"
+		"server = 10.0.0.1\n"
+		"adapt = yes\n"
+		"[peer laptop]\n"
+		"public-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		"download = 10mbit\n"
+		"download-max = 40mbit\n"; /* line 18 */
+	g_autofree char *path = NULL, *at18 = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+	const struct conf_section *wg2 = config_match(cfg, "wg2");
+	struct rate_policy pol;
+	uint8_t key[WG_KEY_LEN];
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 3);
+	at18 = g_strdup_printf("%s:18:", path);
+	assert_has(warning(cfg, 0), at18);
+	assert_has(warning(cfg, 0), "download-max is now spelled client-download-max in [peer laptop]");
+	assert_has(warning(cfg, 1), "[interface wg0]");
+	assert_has(warning(cfg, 1), "client-download-min/-max");
+	assert_has(warning(cfg, 2), "[interface wg1]");
+	assert_has(warning(cfg, 2), "download-min/-max skipped");
+
+	memset(key, 9, sizeof(key));
+	config_rate_policy(cfg, "wg0", key, &pol);
+	g_assert_true(pol.allowed);
+	g_assert_cmpuint(pol.min, ==, 2000000 / 8);
+	g_assert_cmpuint(pol.max, ==, 100000000 / 8);
+	config_rate_policy(cfg, "wg1", key, &pol);
+	g_assert_cmpuint(pol.max, ==, 50000000 / 8);
+	memset(key, 0, sizeof(key));
+	config_rate_policy(cfg, "wg0", key, &pol);
+	g_assert_cmpuint(pol.max, ==, 40000000 / 8);
+
+	g_assert_nonnull(wg2);
+	g_assert_true(wg2->adapt.on);
+	g_assert_cmpuint(wg2->adapt.download_min, ==, 10000000 / 8);
+	g_assert_cmpuint(wg2->adapt.download_max, ==, 60000000 / 8);
+	g_assert_cmpuint(wg2->rate.min, ==, 0);
+	g_assert_cmpuint(wg2->rate.max, ==, 0);
+	g_assert_cmpuint(config_match(cfg, "wg0")->adapt.download_max, ==, 0);
+}
+
 /* adapt = yes and its ranges; a client's download = in [interface]. */
 static void test_adapt(void)
 {
@@ -1872,6 +1934,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/refuse-special", test_refuse_special);
 	g_test_add_func("/config/warnings-shown", test_warnings_shown);
 	g_test_add_func("/config/rate-channel", test_rate_channel);
+	g_test_add_func("/config/old-spelling", test_old_spelling);
 	g_test_add_func("/config/adapt", test_adapt);
 	g_test_add_func("/config/long-names", test_long_names);
 	g_test_add_func("/config/metrics", test_metrics_keys);

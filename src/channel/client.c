@@ -313,8 +313,9 @@ void rate_record_describe(const struct rate_record *r, char *buf, size_t size)
 		snprintf(buf, size, "applied: %s, for %u s unless asked again", rate, r->lease);
 		break;
 	case RATE_CLAMPED:
-		snprintf(buf, size, "clamped: %s (asked %s; outside the server's download-min/-max), "
-			 "for %u s unless asked again", rate, asked, r->lease);
+		snprintf(buf, size, "clamped: %s (asked %s; outside the server's "
+			 "client-download-min/-max), for %u s unless asked again", rate, asked,
+			 r->lease);
 		break;
 	case RATE_DEFAULT:
 		snprintf(buf, size, "the server's own rate: %s", r->rate ? rate : "none (unshaped "

@@ -38,7 +38,7 @@ struct conf_network {
  */
 struct conf_rate {
 	int client_download; /* client-download = yes (1), no (0); -1 not given */
-	uint64_t min, max; /* download-min, download-max, bytes/s; 0: not given */
+	uint64_t min, max; /* client-download-min, -max, bytes/s; 0: not given */
 };
 
 /*
@@ -50,7 +50,10 @@ struct conf_adapt {
 	bool on; /* adapt = yes */
 	uint64_t egress_min, egress_max; /* bytes/s; 0: not given (base / 10, base) */
 	uint64_t ingress_min, ingress_max;
-	/* with download = only: else, in [interface], they are conf_rate's (a server's) */
+	/*
+	 * download-min/-max, with download = only: in an [interface] without it,
+	 * the old spelling of conf_rate's (check.c moves them there, with a warning)
+	 */
 	uint64_t download_min, download_max;
 	char *log; /* adapt-log = PATH: the controllers' trace; NULL: none */
 };

@@ -55,6 +55,7 @@ struct conf_key {
 	int family; /* cake's words: the family of the value's word (enum cake_family) */
 	const char *more; /* yes/no words: a value besides yes and no ... */
 	uint32_t more_value; /* ... and the family's value it stands for */
+	const char *renamed; /* an old spelling: the key's name now (read, with a warning) */
 };
 
 /* The row for key in a section of kind sec (SEC_*), or NULL: an unknown key. */

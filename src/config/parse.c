@@ -337,6 +337,9 @@ static void parse_keys(struct config *cfg, GKeyFile *kf, const char *file, struc
 		else if (r < 0)
 			conf_warn(cfg, file, line, "%s = '%s': %s; skipped", k->key,
 				  TEXT_QUOTE(v.bad ? v.bad : text), v.why);
+		else if (k->renamed)
+			conf_warn(cfg, file, line, "%s is now spelled %s in [%s]; read as that",
+				  k->key, k->renamed, TEXT_QUOTE(group));
 		g_free(v.bad);
 	}
 }
