@@ -1807,6 +1807,41 @@ static void test_old_spelling(void)
 	g_assert_cmpuint(config_match(cfg, "wg0")->adapt.download_max, ==, 0);
 }
 
+/*
+ * The peer poll follows an interface's peers only where enforce holds
+ * (issue 28, "the peer poll ignores enforce = no"): a reshape on a peer's
+ * change would put back a tree someone took away by hand.
+ */
+static void test_follows_peers(void)
+{
+	static const struct {
+		const char *text;
+		const char *ifname;
+		bool follows;
+	} t[] = {
+		{ "[interface wg0]\n", "wg0", true },
+		{ "[interface wg0]\nenforce = no\n", "wg0", false },
+		{ "[interface wg*]\nenforce = no\n[interface wg1]\n", "wg0", false },
+		{ "[interface wg*]\nenforce = no\n[interface wg1]\n", "wg1", true },
+		{ "[interface wg0]\n[daemon]\nenforce = no\n", "wg0", false },
+		{ "[interface wg0]\nenforce = yes\n[daemon]\nenforce = no\n", "wg0", true },
+		/* shaped by hand, no section: the [daemon]'s */
+		{ "", "wg9", true },
+		{ "[daemon]\nenforce = no\n", "wg9", false },
+		/* a [peer] alone: the [daemon]'s */
+		{ "[peer a]\npublic-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		  "download = 1mbit\n[daemon]\nenforce = no\n", "wg0", false },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *path = NULL;
+		g_autoptr(config_t) cfg = load_text(t[i].text, &path);
+
+		g_test_message("%zu: %s", i, t[i].text);
+		g_assert_cmpint(config_follows_peers(cfg, t[i].ifname), ==, t[i].follows);
+	}
+}
+
 /* adapt = yes and its ranges; a client's download = in [interface]. */
 static void test_adapt(void)
 {
@@ -1935,6 +1970,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/warnings-shown", test_warnings_shown);
 	g_test_add_func("/config/rate-channel", test_rate_channel);
 	g_test_add_func("/config/old-spelling", test_old_spelling);
+	g_test_add_func("/config/follows-peers", test_follows_peers);
 	g_test_add_func("/config/adapt", test_adapt);
 	g_test_add_func("/config/long-names", test_long_names);
 	g_test_add_func("/config/metrics", test_metrics_keys);

@@ -161,6 +161,14 @@ const struct conf_section *config_network_choose(const GPtrArray *profs,
 bool config_mentions(const struct config *cfg, const char *ifname);
 
 /*
+ * Does the daemon follow ifname's WireGuard peers (reshape its per-peer tree
+ * when they change)? That also puts back whatever was changed by hand, so
+ * only where enforce holds: its section's, else the [daemon]'s (an
+ * interface shaped per peer by hand included).
+ */
+bool config_follows_peers(const struct config *cfg, const char *ifname);
+
+/*
  * The [peer] sections for ifname as peer_want (src/shape/peers.h), appended
  * to out: those whose interface = names it, and those with no interface =
  * whose key is one of present (WG_KEY_LEN bytes each; the peers ifname has).

@@ -194,3 +194,10 @@ bool config_mentions(const struct config *cfg, const char *ifname)
 	config_networks_for(cfg, ifname, profs);
 	return profs->len > 0;
 }
+
+bool config_follows_peers(const struct config *cfg, const char *ifname)
+{
+	const struct conf_section *c = config_match(cfg, ifname);
+
+	return c && c->enforce >= 0 ? c->enforce : cfg->enforce;
+}
