@@ -1710,8 +1710,10 @@ static void test_long_names(void)
 	for (int i = 0; i < 70; i++)
 		g_string_append(file, "\u00e9");
 	g_string_append(file, ".conf");
-	g_string_printf(text, "[peer %s]\npublic-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
-			      "download = 10mbit\n", name->str);
+	g_string_printf(text,
+			"[peer %s]\npublic-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+			"download = 10mbit\n",
+			name->str);
 	{
 		const struct file f[] = { { "wgshape.conf", "" }, { file->str, text->str } };
 
@@ -1781,7 +1783,8 @@ static void test_old_spelling(void)
 	g_assert_cmpuint(cfg->warnings->len, ==, 3);
 	at18 = g_strdup_printf("%s:18:", path);
 	assert_has(warning(cfg, 0), at18);
-	assert_has(warning(cfg, 0), "download-max is now spelled client-download-max in [peer laptop]");
+	assert_has(warning(cfg, 0),
+		   "download-max is now spelled client-download-max in [peer laptop]");
 	assert_has(warning(cfg, 1), "[interface wg0]");
 	assert_has(warning(cfg, 1), "client-download-min/-max");
 	assert_has(warning(cfg, 2), "[interface wg1]");
