@@ -135,6 +135,47 @@ static void test_open(void)
 	rm_tmp(path);
 }
 
+/*
+ * logrotate moves the trace away (issue 28, item 8): within a second the
+ * writer starts a new file at the path, headed, and the old one keeps what
+ * it had; while nothing moved, nothing is reopened.
+ */
+static void test_rotate(void)
+{
+	g_autofree char *path = tmp_path("trace");
+	g_autofree char *old = g_strconcat(path, ".1", NULL);
+	g_autofree char *text = NULL, *was = NULL;
+	g_autoptr(GArray) rows = rows_new();
+	struct adapt_trace *t = NULL;
+	char err[256];
+	gsize len;
+
+	g_assert_cmpint(adapt_trace_open(path, 1000000, &t), ==, 0);
+	g_assert_cmpint(adapt_trace_write(t, 1500000, &written[0]), ==, 0);
+	g_assert_cmpint(adapt_trace_write(t, 3000000, &written[1]), ==, 0); /* checked: same */
+	g_assert_cmpint(g_rename(path, old), ==, 0);
+	g_assert_cmpint(adapt_trace_write(t, 3500000, &written[2]), ==, 0); /* not yet a second */
+	g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+	g_assert_cmpint(adapt_trace_write(t, 4500000, &written[3]), ==, 0);
+	g_assert_cmpint(adapt_trace_write(t, 4750000, &written[4]), ==, 0);
+	adapt_trace_close(t);
+
+	g_assert_true(g_file_get_contents(old, &was, &len, NULL));
+	g_assert_cmpint(adapt_trace_parse(was, len, rows, err, sizeof(err)), ==, 0);
+	g_assert_cmpuint(rows->len, ==, 3);
+	g_assert_null(strstr(strstr(was, "# opened") + 1, "# opened")); /* one header only */
+	g_array_set_size(rows, 0);
+	g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+	g_test_message("%s", text);
+	g_assert_true(g_str_has_prefix(text, ADAPT_TRACE_HEADER "\n# opened "));
+	g_assert_cmpint(adapt_trace_parse(text, len, rows, err, sizeof(err)), ==, 0);
+	g_assert_cmpuint(rows->len, ==, 2);
+	g_assert_cmpint(ROWS(rows)[0].dir, ==, written[3].dir);
+	g_assert_cmpfloat_with_epsilon(ROWS(rows)[1].t, 0.25, 1e-9);
+	g_unlink(old);
+	rm_tmp(path);
+}
+
 static void test_comments(void)
 {
 	static const char text[] = "# a note before the header\n"
@@ -311,6 +352,7 @@ int main(int argc, char **argv)
 	umask(0022);
 	g_test_add_func("/adapt/trace/roundtrip", test_roundtrip);
 	g_test_add_func("/adapt/trace/open", test_open);
+	g_test_add_func("/adapt/trace/rotate", test_rotate);
 	g_test_add_func("/adapt/trace/comments", test_comments);
 	g_test_add_func("/adapt/trace/bad", test_bad);
 	g_test_add_func("/adapt/trace/svg", test_svg);

@@ -817,6 +817,48 @@ static void test_lease_load_junk(void)
 	safe_tmp_rm(dir);
 }
 
+/*
+ * A lease file without a state file (issue 28, "a stale .leases file"): the
+ * interface was cleared, so its leases go; those beside a state file stay,
+ * and so does anything else in the folder.
+ */
+static void test_lease_orphans(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-lease");
+	g_autoptr(GPtrArray) removed = g_ptr_array_new_with_free_func(g_free);
+	static const char *const files[] = { "wg0.state", "wg0" LEASE_SUFFIX, "wg1" LEASE_SUFFIX,
+					     "wg2.state", "other.txt" };
+	g_autofree char *k1 = key_b64(1);
+	g_autofree char *text = g_strdup_printf("%s 10 99999999\n", k1);
+	g_autoptr(GArray) back = g_array_new(false, true, sizeof(struct rate_lease));
+
+	for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+		g_autofree char *path = g_build_filename(dir, files[i], NULL);
+
+		g_assert_true(g_file_set_contents(path, g_str_has_suffix(files[i], ".state") ?
+						  "[interface]\nifindex=3\n" : text, -1, NULL));
+		g_assert_cmpint(g_chmod(path, 0644), ==, 0);
+	}
+	g_assert_cmpint(lease_drop_orphans(dir, removed), ==, 0);
+	g_assert_cmpuint(removed->len, ==, 1);
+	g_assert_cmpstr(removed->pdata[0], ==, "wg1");
+	g_assert_cmpint(lease_load(dir, "wg1", back), ==, 0);
+	g_assert_cmpuint(back->len, ==, 0);
+	g_assert_cmpint(lease_load(dir, "wg0", back), ==, 0);
+	g_assert_cmpuint(back->len, ==, 1);
+	for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+		g_autofree char *path = g_build_filename(dir, files[i], NULL);
+
+		g_assert_cmpint(g_file_test(path, G_FILE_TEST_EXISTS), ==, i != 2);
+	}
+	/* again: nothing more to do; and a folder that is not there is no error */
+	g_ptr_array_set_size(removed, 0);
+	g_assert_cmpint(lease_drop_orphans(dir, removed), ==, 0);
+	g_assert_cmpuint(removed->len, ==, 0);
+	safe_tmp_rm(dir);
+	g_assert_cmpint(lease_drop_orphans(dir, NULL), ==, 0);
+}
+
 /* The state files' refusals (test-state.c): others can write it, a link, not a file, too big. */
 static void test_lease_refuses(void)
 {
@@ -921,6 +963,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/channel/lease/parse-max", test_lease_parse_max);
 	g_test_add_func("/channel/lease/files", test_lease_files);
 	g_test_add_func("/channel/lease/load-junk", test_lease_load_junk);
+	g_test_add_func("/channel/lease/orphans", test_lease_orphans);
 	g_test_add_func("/channel/lease/refuses", test_lease_refuses);
 	g_test_add_func("/channel/lease/now", test_lease_now);
 

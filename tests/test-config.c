@@ -19,6 +19,8 @@
 #include <glib/gstdio.h>
 
 #include "config/config.h"
+#include "shape/peers.h"
+#include "shape/state.h"
 #include "util/err.h"
 
 struct file {
@@ -717,6 +719,83 @@ static void test_not_ini(void)
 		assert_has(warning(cfg, 0), path);
 		g_assert_cmpuint(req_of(cfg, "wg0")->egress_rate, ==, 2500000);
 	}
+}
+
+/* Replace file (below dir, whose folders are 0555) with text. */
+static void rewrite(const char *dir, const char *name, const char *text)
+{
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+	g_autofree char *parent = g_path_get_dirname(path);
+
+	g_assert_cmpint(g_chmod(parent, 0755), ==, 0);
+	g_assert_cmpint(g_remove(path), ==, 0);
+	g_assert_true(g_file_set_contents(path, text, -1, NULL));
+	g_assert_cmpint(g_chmod(path, 0444), ==, 0);
+	g_assert_cmpint(g_chmod(parent, 0555), ==, 0);
+}
+
+/*
+ * A reload (issue 28, item 6): a file that no longer parses keeps what it
+ * said when it last did, with one warning naming it and GLib's reason; its
+ * neighbours' changes still count, and once fixed its new text counts.
+ */
+static void test_reload_keeps_last_good(void)
+{
+	const struct file f[] = {
+		{ "wgshape.conf", "[interface wg0]\negress = 10mbit\n" },
+		{ "conf.d/10-a.conf", "[interface wg1]\negress = 20mbit\nbogus = 1\n" },
+	};
+	g_autofree char *dir = tree_new(f, G_N_ELEMENTS(f), 0);
+	g_autofree char *path = main_path(dir);
+	g_autofree char *confd_file = g_build_filename(dir, "conf.d/10-a.conf", NULL);
+	char why[ERR_SIZE];
+	g_autoptr(config_t) first = NULL, second = NULL, third = NULL, fixed = NULL, fresh = NULL;
+
+	g_assert_cmpint(config_load(path, true, &first, why, sizeof(why)), ==, 0);
+	g_assert_cmpuint(first->warnings->len, ==, 1); /* bogus = 1 */
+
+	/* a typo in conf.d, a change in the main file */
+	rewrite(dir, "conf.d/10-a.conf", "[interface wg1]\negress 30mbit\n");
+	rewrite(dir, "wgshape.conf", "[interface wg0]\negress = 40mbit\n");
+	g_assert_cmpint(config_reload(path, true, first, &second, why, sizeof(why)), ==, 0);
+	dump_warnings(second);
+	g_assert_cmpuint(second->warnings->len, ==, 1);
+	assert_has(warning(second, 0), confd_file);
+	assert_has(warning(second, 0), "not an INI file");
+	assert_has(warning(second, 0), "egress 30mbit"); /* GLib's reason quotes the line */
+	assert_has(warning(second, 0), "keeping what it said when it last read well");
+	g_assert_cmpuint(req_of(second, "wg1")->egress_rate, ==, 2500000);
+	g_assert_cmpuint(req_of(second, "wg0")->egress_rate, ==, 5000000);
+
+	/* still broken at the next reload: the same text kept, not lost */
+	g_assert_cmpint(config_reload(path, true, second, &third, why, sizeof(why)), ==, 0);
+	g_assert_cmpuint(third->warnings->len, ==, 1);
+	g_assert_cmpuint(req_of(third, "wg1")->egress_rate, ==, 2500000);
+
+	/* the main file broken too: each keeps its own */
+	rewrite(dir, "wgshape.conf", "egress = 50mbit\n");
+	g_clear_pointer(&second, config_free);
+	g_assert_cmpint(config_reload(path, true, third, &second, why, sizeof(why)), ==, 0);
+	g_assert_cmpuint(second->warnings->len, ==, 2);
+	assert_has(warning(second, 0), path);
+	g_assert_cmpuint(req_of(second, "wg0")->egress_rate, ==, 5000000);
+	g_assert_cmpuint(req_of(second, "wg1")->egress_rate, ==, 2500000);
+
+	/* fixed: its new text counts */
+	rewrite(dir, "conf.d/10-a.conf", "[interface wg1]\negress = 30mbit\n");
+	rewrite(dir, "wgshape.conf", "[interface wg0]\negress = 60mbit\n");
+	g_assert_cmpint(config_reload(path, true, second, &fixed, why, sizeof(why)), ==, 0);
+	g_assert_cmpuint(fixed->warnings->len, ==, 0);
+	g_assert_cmpuint(req_of(fixed, "wg1")->egress_rate, ==, 3750000);
+	g_assert_cmpuint(req_of(fixed, "wg0")->egress_rate, ==, 7500000);
+
+	/* a first load (no earlier one) still skips a broken file */
+	rewrite(dir, "conf.d/10-a.conf", "[interface wg1]\negress 30mbit\n");
+	g_assert_cmpint(config_load(path, true, &fresh, why, sizeof(why)), ==, 0);
+	g_assert_cmpuint(fresh->warnings->len, ==, 1);
+	assert_has(warning(fresh, 0), "file skipped");
+	g_assert_null(config_match(fresh, "wg1"));
+	rm_rf(dir);
 }
 
 /* An exact name beats a glob wherever it is; among globs the first one wins. */
@@ -1520,15 +1599,15 @@ static void test_rate_channel(void)
 	static const char text[] =
 		"[interface wg0]\n"
 		"client-download = yes\n"
-		"download-min = 2mbit\n"
-		"download-max = 100mbit\n"
+		"client-download-min = 2mbit\n"
+		"client-download-max = 100mbit\n"
 		"[interface wg1]\n"
-		"download-min = 50mbit\n"
-		"download-max = 10mbit\n" /* 3: min above max, both dropped */
+		"client-download-min = 50mbit\n"
+		"client-download-max = 10mbit\n" /* 3: min above max, both dropped */
 		"[peer laptop]\n"
 		"public-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
 		"download = 10mbit\n"
-		"download-max = 40mbit\n"
+		"client-download-max = 40mbit\n"
 		"[peer phone]\n"
 		"public-key = AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\n"
 		"client-download = no\n"
@@ -1624,6 +1703,164 @@ static void test_rate_channel(void)
 	g_assert_cmpstr(home->net.server, ==, "fd00::1");
 	g_assert_cmpuint(cafe->net.download, ==, 0);
 	g_assert_null(cafe->net.server);
+}
+
+/*
+ * Issue 28, item 10: a [peer] name over 63 bytes and a file whose path
+ * makes "config FILE:LINE" over 127 are cut between characters, so the state
+ * file keeps both: show names the peer, and its source stays the
+ * configuration's (a source read back as "set" survived its section's end).
+ */
+static void test_long_names(void)
+{
+	g_autoptr(GString) name = g_string_new(NULL), file = g_string_new("conf.d/");
+	g_autoptr(GString) text = g_string_new(NULL);
+	g_autofree char *dir = NULL, *path = NULL, *state = NULL;
+	char why[ERR_SIZE];
+	g_autoptr(config_t) cfg = NULL;
+	g_autoptr(GArray) peers = g_array_new(false, true, sizeof(struct peer_want));
+	struct shape_state st = { 0 }, back = { 0 };
+	const struct peer_want *w;
+
+	for (int i = 0; i < 40; i++)
+		g_string_append(name, "\u00e9"); /* 80 bytes, each character two */
+	g_string_append(name, "x"); /* so that byte 63 is the middle of one */
+	for (int i = 0; i < 70; i++)
+		g_string_append(file, "\u00e9");
+	g_string_append(file, ".conf");
+	g_string_printf(text,
+			"[peer %s]\npublic-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+			"download = 10mbit\n",
+			name->str);
+	{
+		const struct file f[] = { { "wgshape.conf", "" }, { file->str, text->str } };
+
+		dir = tree_new(f, G_N_ELEMENTS(f), 0);
+	}
+	path = main_path(dir);
+	g_assert_cmpint(config_load(path, true, &cfg, why, sizeof(why)), ==, 0);
+	dump_warnings(cfg);
+	config_peers_for(cfg, "wg0", (const uint8_t[WG_KEY_LEN]){ 0 }, 1, peers);
+	g_assert_cmpuint(peers->len, ==, 1);
+	w = &g_array_index(peers, struct peer_want, 0);
+	g_assert_true(g_utf8_validate(w->name, -1, NULL));
+	g_assert_cmpuint(strlen(w->name), ==, 62);
+	g_assert_true(g_str_has_prefix(name->str, w->name));
+	g_assert_true(g_utf8_validate(w->source, -1, NULL));
+	g_assert_true(g_str_has_prefix(w->source, "config "));
+	g_assert_cmpuint(strlen(w->source), >=, sizeof(w->source) - 4);
+
+	/* and through the state file */
+	state = g_build_filename(dir, "state", NULL);
+	g_assert_cmpint(g_chmod(dir, 0755), ==, 0);
+	st.peers = g_array_copy(peers);
+	g_assert_cmpint(state_save(state, "wg0", &st), ==, 0);
+	g_assert_cmpint(state_load(state, "wg0", &back), ==, 0);
+	g_assert_nonnull(back.peers);
+	g_assert_cmpuint(back.peers->len, ==, 1);
+	g_assert_cmpstr(g_array_index(back.peers, struct peer_want, 0).name, ==, w->name);
+	g_assert_cmpstr(g_array_index(back.peers, struct peer_want, 0).source, ==, w->source);
+	shape_state_clear(&st);
+	shape_state_clear(&back);
+	rm_rf(dir);
+}
+
+/*
+ * One name, one meaning (issue 28's papercut): download-min/-max are adapt's
+ * range beside download = (as in a [network] profile); a server's bounds
+ * for its clients are client-download-min/-max. The old spelling of those
+ * still reads, with a warning naming the new one.
+ */
+static void test_old_spelling(void)
+{
+	static const char text[] =
+		"[interface wg0]\n" /* a server, spelled as before */
+		"client-download = yes\n"
+		"download-min = 2mbit\n"
+		"download-max = 100mbit\n"
+		"[interface wg1]\n" /* both spellings: the new one counts */
+		"client-download = yes\n"
+		"client-download-max = 50mbit\n"
+		"download-max = 10mbit\n"
+		"[interface wg2]\n" /* a client adapting: its own range, no warning */
+		"download = 40mbit\n"
+		"download-min = 10mbit\n"
+		"download-max = 60mbit\n"
+		"server = 10.0.0.1\n"
+		"adapt = yes\n"
+		"[peer laptop]\n"
+		"public-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		"download = 10mbit\n"
+		"download-max = 40mbit\n"; /* line 18 */
+	g_autofree char *path = NULL, *at18 = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+	const struct conf_section *wg2 = config_match(cfg, "wg2");
+	struct rate_policy pol;
+	uint8_t key[WG_KEY_LEN];
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 3);
+	at18 = g_strdup_printf("%s:18:", path);
+	assert_has(warning(cfg, 0), at18);
+	assert_has(warning(cfg, 0),
+		   "download-max is now spelled client-download-max in [peer laptop]");
+	assert_has(warning(cfg, 1), "[interface wg0]");
+	assert_has(warning(cfg, 1), "client-download-min/-max");
+	assert_has(warning(cfg, 2), "[interface wg1]");
+	assert_has(warning(cfg, 2), "download-min/-max skipped");
+
+	memset(key, 9, sizeof(key));
+	config_rate_policy(cfg, "wg0", key, &pol);
+	g_assert_true(pol.allowed);
+	g_assert_cmpuint(pol.min, ==, 2000000 / 8);
+	g_assert_cmpuint(pol.max, ==, 100000000 / 8);
+	config_rate_policy(cfg, "wg1", key, &pol);
+	g_assert_cmpuint(pol.max, ==, 50000000 / 8);
+	memset(key, 0, sizeof(key));
+	config_rate_policy(cfg, "wg0", key, &pol);
+	g_assert_cmpuint(pol.max, ==, 40000000 / 8);
+
+	g_assert_nonnull(wg2);
+	g_assert_true(wg2->adapt.on);
+	g_assert_cmpuint(wg2->adapt.download_min, ==, 10000000 / 8);
+	g_assert_cmpuint(wg2->adapt.download_max, ==, 60000000 / 8);
+	g_assert_cmpuint(wg2->rate.min, ==, 0);
+	g_assert_cmpuint(wg2->rate.max, ==, 0);
+	g_assert_cmpuint(config_match(cfg, "wg0")->adapt.download_max, ==, 0);
+}
+
+/*
+ * The peer poll follows an interface's peers only where enforce holds
+ * (issue 28, "the peer poll ignores enforce = no"): a reshape on a peer's
+ * change would put back a tree someone took away by hand.
+ */
+static void test_follows_peers(void)
+{
+	static const struct {
+		const char *text;
+		const char *ifname;
+		bool follows;
+	} t[] = {
+		{ "[interface wg0]\n", "wg0", true },
+		{ "[interface wg0]\nenforce = no\n", "wg0", false },
+		{ "[interface wg*]\nenforce = no\n[interface wg1]\n", "wg0", false },
+		{ "[interface wg*]\nenforce = no\n[interface wg1]\n", "wg1", true },
+		{ "[interface wg0]\n[daemon]\nenforce = no\n", "wg0", false },
+		{ "[interface wg0]\nenforce = yes\n[daemon]\nenforce = no\n", "wg0", true },
+		/* shaped by hand, no section: the [daemon]'s */
+		{ "", "wg9", true },
+		{ "[daemon]\nenforce = no\n", "wg9", false },
+		/* a [peer] alone: the [daemon]'s */
+		{ "[peer a]\npublic-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		  "download = 1mbit\n[daemon]\nenforce = no\n", "wg0", false },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_autofree char *path = NULL;
+		g_autoptr(config_t) cfg = load_text(t[i].text, &path);
+
+		g_test_message("%zu: %s", i, t[i].text);
+		g_assert_cmpint(config_follows_peers(cfg, t[i].ifname), ==, t[i].follows);
+	}
 }
 
 /* adapt = yes and its ranges; a client's download = in [interface]. */
@@ -1736,6 +1973,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/unknown", test_unknown);
 	g_test_add_func("/config/line-numbers", test_line_numbers);
 	g_test_add_func("/config/not-ini", test_not_ini);
+	g_test_add_func("/config/reload-keeps-last-good", test_reload_keeps_last_good);
 	g_test_add_func("/config/glob", test_glob);
 	g_test_add_func("/config/glob-precedence", test_glob_precedence);
 	g_test_add_func("/config/merge", test_merge);
@@ -1752,7 +1990,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/refuse-special", test_refuse_special);
 	g_test_add_func("/config/warnings-shown", test_warnings_shown);
 	g_test_add_func("/config/rate-channel", test_rate_channel);
+	g_test_add_func("/config/old-spelling", test_old_spelling);
+	g_test_add_func("/config/follows-peers", test_follows_peers);
 	g_test_add_func("/config/adapt", test_adapt);
+	g_test_add_func("/config/long-names", test_long_names);
 	g_test_add_func("/config/metrics", test_metrics_keys);
 	return g_test_run();
 }

@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 
 #include "safe-tmp.h"
+#include "shape/peers.h"
 #include "shape/state.h"
 #include "util/ifname.h"
 
@@ -87,6 +88,32 @@ static void test_roundtrip(void)
 	g_assert_cmpint(state_remove(sub, "client"), ==, 0);
 	g_assert_cmpint(g_rmdir(sub), ==, 0);
 	safe_tmp_rm(dir);
+	shape_state_clear(&st);
+}
+
+/*
+ * A state file as earlier builds wrote it, a peer's name and source cut
+ * inside a character (issue 28, item 10): both still read, the source still
+ * the configuration's (GLib alone gives no value, and the source read "set").
+ */
+static void test_cut_utf8(void)
+{
+	static const char text[] =
+		"[interface]\nifindex=3\noverhead=60\nsource=config /etc/wgshape/\xc3\n"
+		"[egress]\noriginal-kind=noqueue\noriginal-handle=0\noriginal-options=\n"
+		"per-peer=true\ncap=0\n"
+		"[peer AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=]\nclass=16\nrate=1250000\n"
+		"name=caf\xc3\nsource=config /etc/wgshape/conf.d/caf\xc3\n";
+	struct shape_state st = { 0 };
+	const struct peer_want *w;
+
+	g_assert_cmpint(state_parse(text, sizeof(text) - 1, &st), ==, 0);
+	g_assert_true(g_str_has_prefix(st.source, "config /etc/wgshape/"));
+	g_assert_nonnull(st.peers);
+	w = &g_array_index(st.peers, struct peer_want, 0);
+	g_assert_true(g_str_has_prefix(w->name, "caf"));
+	g_assert_true(g_utf8_validate(w->name, -1, NULL));
+	g_assert_true(g_str_has_prefix(w->source, "config /etc/wgshape/conf.d/caf"));
 	shape_state_clear(&st);
 }
 
@@ -344,6 +371,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/state/ifname", test_ifname);
 	g_test_add_func("/state/roundtrip", test_roundtrip);
 	g_test_add_func("/state/refuses", test_refuses);
+	g_test_add_func("/state/cut-utf8", test_cut_utf8);
 	g_test_add_func("/state/hold", test_hold);
 	g_test_add_func("/state/hold-who", test_hold_who);
 	g_test_add_func("/state/unsafe-dir", test_unsafe_dir);

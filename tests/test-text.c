@@ -96,6 +96,37 @@ static char *logged(const char *value)
 }
 
 /* A log line is one line of text whatever a message quotes. */
+/* text_copy cuts between characters, never inside one (issue 28, item 10). */
+static void test_copy(void)
+{
+	static const struct {
+		const char *s;
+		size_t size;
+		const char *want;
+		bool cut;
+	} t[] = {
+		{ "abc", 4, "abc", false },
+		{ "abcd", 4, "abc", true },
+		{ "ab\u00e9", 5, "ab\u00e9", false }, /* 2 + 2 bytes and NUL: fits */
+		{ "ab\u00e9", 4, "ab", true }, /* not "ab\xc3" */
+		{ "abc\u00e9", 4, "abc", true },
+		{ "ab\u00e9", 3, "ab", true },
+		{ "a\u20ac", 3, "a", true }, /* three bytes, two would fit */
+		{ "\U0001f600x", 4, "", true }, /* four bytes */
+		{ "\U0001f600x", 5, "\U0001f600", true },
+		{ NULL, 4, "", false },
+		{ "", 1, "", false },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		char buf[16];
+
+		memset(buf, 'z', sizeof(buf));
+		g_assert_cmpint(text_copy(buf, t[i].size, t[i].s), ==, t[i].cut);
+		g_assert_cmpstr(buf, ==, t[i].want);
+	}
+}
+
 static void test_log(void)
 {
 	g_autofree char *plain = logged("speed");
@@ -126,6 +157,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/util/text/escape", test_escape);
 	g_test_add_func("/util/text/quote", test_quote);
+	g_test_add_func("/util/text/copy", test_copy);
 	g_test_add_func("/util/text/log", test_log);
 	g_test_add_func("/util/err/say", test_err_say);
 	return g_test_run();

@@ -30,7 +30,14 @@ const char *adapt_trace_dir_name(enum adapt_trace_dir dir)
 struct adapt_trace {
 	int fd;
 	uint64_t start_us;
+	char *path;
+	dev_t dev; /* the open file's: is it still the one path names? */
+	ino_t ino;
+	uint64_t checked_us; /* when that was last looked at */
 };
+
+/* How often a write looks whether the file was moved away (logrotate). */
+#define TRACE_CHECK_US 1000000
 
 /* The whole of buf, or -errno. */
 static int write_all(int fd, const char *buf, size_t len)
@@ -56,48 +63,89 @@ static bool ends_mid_line(int fd, off_t size)
 	return size > 0 && pread(fd, &c, 1, size - 1) == 1 && c != '\n';
 }
 
-int adapt_trace_open(const char *path, uint64_t now_us, struct adapt_trace **out)
+/* path opened for appending, checked and headed (adapt_trace_open's rules): fd or -errno. */
+static int open_headed(const char *path, struct stat *st)
 {
 	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
 	g_autofree char *when = g_date_time_format(now, "%Y-%m-%dT%H:%M:%SZ");
 	g_autofree char *head = NULL;
-	struct adapt_trace *t;
-	struct stat st;
 	int fd, r;
 
 	/* O_NONBLOCK: a FIFO must not hold the open; O_RDWR: to read the last byte */
 	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
+	if (fstat(fd, st) < 0) {
 		r = -errno;
 		goto fail;
 	}
-	if (!S_ISREG(st.st_mode)) {
+	if (!S_ISREG(st->st_mode)) {
 		r = -EINVAL;
 		goto fail;
 	}
-	head = g_strdup_printf("%s%s\n# opened %s\n", ends_mid_line(fd, st.st_size) ? "\n" : "",
+	head = g_strdup_printf("%s%s\n# opened %s\n", ends_mid_line(fd, st->st_size) ? "\n" : "",
 			       ADAPT_TRACE_HEADER, when);
 	r = write_all(fd, head, strlen(head));
 	if (r < 0)
 		goto fail;
-	t = g_new0(struct adapt_trace, 1);
-	t->fd = fd;
-	t->start_us = now_us;
-	*out = t;
-	return 0;
+	return fd;
 fail:
 	close(fd);
 	return r;
 }
 
+int adapt_trace_open(const char *path, uint64_t now_us, struct adapt_trace **out)
+{
+	struct adapt_trace *t;
+	struct stat st;
+	int fd = open_headed(path, &st);
+
+	if (fd < 0)
+		return fd;
+	t = g_new0(struct adapt_trace, 1);
+	t->fd = fd;
+	t->start_us = now_us;
+	t->path = g_strdup(path);
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	t->checked_us = now_us;
+	*out = t;
+	return 0;
+}
+
+/*
+ * Once a second: when path no longer names the open file (logrotate moved
+ * it away, or someone removed it), start a new one there, with its header
+ * (so T starts from 0 in it). Until that works, lines go on to the old one.
+ */
+static void follow_path(struct adapt_trace *t, uint64_t now_us)
+{
+	struct stat st;
+	int fd;
+
+	if (now_us >= t->checked_us && now_us - t->checked_us < TRACE_CHECK_US)
+		return;
+	t->checked_us = now_us;
+	if (lstat(t->path, &st) == 0 && st.st_dev == t->dev && st.st_ino == t->ino)
+		return;
+	fd = open_headed(t->path, &st);
+	if (fd < 0)
+		return;
+	close(t->fd);
+	t->fd = fd;
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	t->start_us = now_us;
+}
+
 int adapt_trace_write(struct adapt_trace *t, uint64_t now_us, const struct adapt_trace_row *row)
 {
-	uint64_t ms = now_us > t->start_us ? (now_us - t->start_us) / 1000 : 0;
+	uint64_t ms;
 	char line[LINE_MAX_LEN];
 	int n;
 
+	follow_path(t, now_us);
+	ms = now_us > t->start_us ? (now_us - t->start_us) / 1000 : 0;
 	/* T from integers: the same text whatever the locale */
 	n = snprintf(line, sizeof(line),
 		     "%" PRIu64 ".%03u %s %" PRIu64 " %" PRId64 " %" PRIu32 " %" PRIu64 " %s\n",
@@ -114,6 +162,7 @@ void adapt_trace_close(struct adapt_trace *t)
 	if (!t)
 		return;
 	close(t->fd);
+	g_free(t->path);
 	g_free(t);
 }
 

@@ -70,7 +70,11 @@ int adapt_trace_open(const char *path, uint64_t now_us, struct adapt_trace **out
  * Append one record at now_us: one write(2) a line, no buffer kept, so it
  * blocks only as long as a write to the file does (a line is under 100
  * bytes). 0, or -errno; a failed write loses only its line, and the next
- * one tries again (say so once, not each time).
+ * one tries again (say so once, not each time). At most once a second it
+ * looks whether path still names the open file: when it was moved away or
+ * removed (logrotate), a new file is opened there, as adapt_trace_open()
+ * opens one, and T starts from 0 in it; so rotating needs neither a signal
+ * nor copytruncate.
  */
 int adapt_trace_write(struct adapt_trace *t, uint64_t now_us, const struct adapt_trace_row *row);
 

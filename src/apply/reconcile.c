@@ -13,6 +13,7 @@
 #include "shape/shape.h"
 #include "shape/state.h"
 #include "shape/units.h"
+#include "util/text.h"
 
 bool reconcile_skips(const struct link_info *link)
 {
@@ -241,7 +242,7 @@ static void leases_merge(const struct reconciler *rc, const char *ifname, GArray
 			g_hash_table_insert(index, keys + (size_t)(peers->len - 1) * WG_KEY_LEN,
 					    GUINT_TO_POINTER(peers->len));
 			name = config_peer_name(rc->cfg, ifname, l->key);
-			g_strlcpy(w->name, name ? name : "", sizeof(w->name));
+			text_copy(w->name, sizeof(w->name), name);
 		}
 		w->rate = rate;
 		g_strlcpy(w->source, SOURCE_LEASE, sizeof(w->source));
@@ -252,15 +253,18 @@ static void leases_merge(const struct reconciler *rc, const char *ifname, GArray
 static void config_source(const struct conf_section *c, const GArray *peers, char *buf,
 			  size_t size)
 {
+	g_autofree char *mine = NULL;
+
 	for (guint i = 0; !c && i < peers->len; i++) {
 		const char *src = g_array_index(peers, struct peer_want, i).source;
 
 		if (g_str_has_prefix(src, SOURCE_CONFIG " ")) {
-			g_strlcpy(buf, src, size);
+			text_copy(buf, size, src);
 			return;
 		}
 	}
-	snprintf(buf, size, SOURCE_CONFIG " %s", c ? c->where : "(client leases)");
+	mine = g_strconcat(SOURCE_CONFIG " ", c ? c->where : "(client leases)", NULL);
+	text_copy(buf, size, mine);
 }
 
 int reconcile_iface(const struct reconciler *rc, const char *ifname)

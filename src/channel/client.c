@@ -16,6 +16,7 @@
 #include "shape/state.h"
 #include "shape/units.h"
 #include "util/ifname.h"
+#include "util/text.h"
 
 #define GROUP "client"
 #define RECORD_MAX 4096 /* more than a record ever is */
@@ -42,9 +43,9 @@ int rate_record_load(const char *dir, const char *ifname, struct rate_record *ou
 		return -EBADMSG;
 	*out = (struct rate_record){ 0 };
 	server = g_key_file_get_string(kf, GROUP, "server", NULL);
-	source = g_key_file_get_string(kf, GROUP, "source", NULL);
+	source = state_get_string(kf, GROUP, "source");
 	g_strlcpy(out->server, server ? server : "", sizeof(out->server));
-	g_strlcpy(out->source, source ? source : "", sizeof(out->source));
+	text_copy(out->source, sizeof(out->source), source);
 	out->asked = g_key_file_get_uint64(kf, GROUP, "asked", NULL);
 	out->port = (unsigned int)g_key_file_get_uint64(kf, GROUP, "port", NULL);
 	out->at = g_key_file_get_int64(kf, GROUP, "at", NULL);
@@ -299,7 +300,7 @@ int rate_client_request(const char *dir, const char *ifname, const char *server,
 	*rec = (struct rate_record){ .asked = rate, .port = port, .at = time(NULL),
 				     .at_boot = lease_now() };
 	g_strlcpy(rec->server, server, sizeof(rec->server));
-	g_strlcpy(rec->source, source, sizeof(rec->source));
+	text_copy(rec->source, sizeof(rec->source), source);
 	r = rate_client_ask(ifname, server, port, rate, &ans);
 	if (r == 0) {
 		rec->status = ans.status;
@@ -327,8 +328,9 @@ void rate_record_describe(const struct rate_record *r, char *buf, size_t size)
 		snprintf(buf, size, "applied: %s, for %u s unless asked again", rate, r->lease);
 		break;
 	case RATE_CLAMPED:
-		snprintf(buf, size, "clamped: %s (asked %s; outside the server's download-min/-max), "
-			 "for %u s unless asked again", rate, asked, r->lease);
+		snprintf(buf, size, "clamped: %s (asked %s; outside the server's "
+			 "client-download-min/-max), for %u s unless asked again", rate, asked,
+			 r->lease);
 		break;
 	case RATE_DEFAULT:
 		snprintf(buf, size, "the server's own rate: %s", r->rate ? rate : "none (unshaped "

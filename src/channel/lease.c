@@ -203,3 +203,33 @@ int lease_put(const char *dir, const char *ifname, const uint8_t *key, uint64_t 
 	return lease_save(dir, ifname, (const struct rate_lease *)(void *)leases->data,
 			  leases->len, now);
 }
+
+int lease_drop_orphans(const char *dir, GPtrArray *removed)
+{
+	g_auto(GStrv) shaped = NULL;
+	g_autoptr(GHashTable) has_state = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GDir) d = NULL;
+	const char *name;
+	int r = state_list(dir, &shaped);
+
+	if (r < 0)
+		return r;
+	for (char **n = shaped; *n; n++)
+		g_hash_table_add(has_state, *n);
+	d = g_dir_open(dir, 0, NULL);
+	while (d && (name = g_dir_read_name(d))) {
+		g_autofree char *ifname = NULL;
+
+		if (!g_str_has_suffix(name, LEASE_SUFFIX))
+			continue;
+		ifname = g_strndup(name, strlen(name) - strlen(LEASE_SUFFIX));
+		if (!ifname_is_valid(ifname) || g_hash_table_contains(has_state, ifname))
+			continue;
+		r = state_file_remove(dir, name);
+		if (r < 0)
+			return r;
+		if (removed)
+			g_ptr_array_add(removed, g_steal_pointer(&ifname));
+	}
+	return 0;
+}

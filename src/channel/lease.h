@@ -55,4 +55,14 @@ int lease_save(const char *dir, const char *ifname, const struct rate_lease *lea
 int lease_put(const char *dir, const char *ifname, const uint8_t *key, uint64_t rate,
 	      int64_t until, int64_t now);
 
+/*
+ * Remove the lease files of interfaces without a state file (IFNAME.state):
+ * wgshape shapes nothing there any more (cleared, by hand or on exit), so
+ * their leases shape nothing either, and kept they would come back if the
+ * interface were shaped again. The names of the interfaces whose file went
+ * are appended to removed (char *, g_free; may be NULL). 0 or -errno (a
+ * state folder refused: state.h's rules; a missing one is 0).
+ */
+int lease_drop_orphans(const char *dir, GPtrArray *removed);
+
 #endif

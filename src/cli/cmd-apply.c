@@ -97,9 +97,9 @@ static void check_config_rate(const struct conf_rate *r)
 	if (r->client_download >= 0)
 		print_bool("allowed", "  client-download %s", r->client_download);
 	format_rate(b, sizeof(b), r->min);
-	print_uint_as("min", r->min ? "  download-min %s" : NULL, r->min * 8, b);
+	print_uint_as("min", r->min ? "  client-download-min %s" : NULL, r->min * 8, b);
 	format_rate(b, sizeof(b), r->max);
-	print_uint_as("max", r->max ? "  download-max %s" : NULL, r->max * 8, b);
+	print_uint_as("max", r->max ? "  client-download-max %s" : NULL, r->max * 8, b);
 	print_text("\n");
 	print_close_object();
 }

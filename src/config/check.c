@@ -33,14 +33,14 @@ static void remove_marked(GPtrArray *arr, const bool *drop)
 	}
 }
 
-/* download-min above download-max: neither bound can hold, both go (a warning). */
+/* client-download-min above -max: neither bound can hold, both go (a warning). */
 static void rate_bounds_check(struct config *cfg, const char *where, const char *what,
 			      const char *name, struct conf_rate *r)
 {
 	if (!r->min || !r->max || r->min <= r->max)
 		return;
-	conf_warn(cfg, where, 0, "[%s %s]: download-min is above download-max; both skipped", what,
-	     TEXT_QUOTE(name));
+	conf_warn(cfg, where, 0, "[%s %s]: client-download-min is above client-download-max; "
+		  "both skipped", what, TEXT_QUOTE(name));
 	r->min = r->max = 0;
 }
 
@@ -118,22 +118,43 @@ static void finish_peers(struct config *cfg)
 }
 
 /*
- * An [interface] section with download = is a client's: its download-min/-max
- * are adapt's range, not a server's bounds; with client-download = (a
- * server's key) too, it is both, and download = goes.
+ * An [interface] section with download = is a client's; with client-download =
+ * yes (a server's key) too, it is both, and download = goes.
  */
 static void client_section(struct config *cfg, struct conf_section *c)
 {
-	if (c->rate.client_download > 0) {
-		conf_warn(cfg, c->where, 0, "[interface %s]: download = (a client's) and "
-		     "client-download = yes (a server's) in one section; download skipped",
-		     TEXT_QUOTE(c->name));
-		c->net.download = 0;
+	if (c->rate.client_download <= 0)
 		return;
+	conf_warn(cfg, c->where, 0, "[interface %s]: download = (a client's) and "
+		  "client-download = yes (a server's) in one section; download skipped",
+		  TEXT_QUOTE(c->name));
+	c->net.download = 0;
+}
+
+/*
+ * download-min/-max in an [interface] without download = : the old spelling
+ * of a server's client-download-min/-max (they are adapt's range only beside
+ * download =, as egress-min is beside egress), read as those, with a warning.
+ */
+static void old_server_bounds(struct config *cfg, struct conf_section *c)
+{
+	struct conf_adapt *a = &c->adapt;
+
+	if (c->network || c->net.download || (!a->download_min && !a->download_max))
+		return;
+	if (c->rate.min || c->rate.max) {
+		conf_warn(cfg, c->where, 0, "[interface %s]: download-min/-max beside "
+			  "client-download-min/-max (their new spelling); download-min/-max "
+			  "skipped", TEXT_QUOTE(c->name));
+	} else {
+		conf_warn(cfg, c->where, 0, "[interface %s]: a server's bounds for its clients "
+			  "are now spelled client-download-min/-max; download-min/-max read as "
+			  "those (without download = they are no range to adapt in)",
+			  TEXT_QUOTE(c->name));
+		c->rate.min = a->download_min;
+		c->rate.max = a->download_max;
 	}
-	c->adapt.download_min = c->rate.min;
-	c->adapt.download_max = c->rate.max;
-	c->rate.min = c->rate.max = 0;
+	a->download_min = a->download_max = 0;
 }
 
 /* After all files: each section's words, parsed as one `set` line. */
@@ -145,10 +166,11 @@ static void finish_array(struct config *cfg, GPtrArray *arr)
 		struct conf_section *c = arr->pdata[i];
 		char err[256];
 
-		rate_bounds_check(cfg, c->where, c->network ? "network" : "interface", c->name,
-				  &c->rate);
 		if (!c->network && c->net.download)
 			client_section(cfg, c);
+		old_server_bounds(cfg, c);
+		rate_bounds_check(cfg, c->where, c->network ? "network" : "interface", c->name,
+				  &c->rate);
 		if (shape_words_parse((int)c->words->len, (char **)c->words->pdata, &c->req, err,
 				   sizeof(err)) < 0) {
 			conf_warn(cfg, c->where, 0, "[%s %s]: %s; section skipped",

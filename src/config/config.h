@@ -38,7 +38,7 @@ struct conf_network {
  */
 struct conf_rate {
 	int client_download; /* client-download = yes (1), no (0); -1 not given */
-	uint64_t min, max; /* download-min, download-max, bytes/s; 0: not given */
+	uint64_t min, max; /* client-download-min, -max, bytes/s; 0: not given */
 };
 
 /*
@@ -50,7 +50,10 @@ struct conf_adapt {
 	bool on; /* adapt = yes */
 	uint64_t egress_min, egress_max; /* bytes/s; 0: not given (base / 10, base) */
 	uint64_t ingress_min, ingress_max;
-	/* with download = only: else, in [interface], they are conf_rate's (a server's) */
+	/*
+	 * download-min/-max, with download = only: in an [interface] without it,
+	 * the old spelling of conf_rate's (check.c moves them there, with a warning)
+	 */
 	uint64_t download_min, download_max;
 	char *log; /* adapt-log = PATH: the controllers' trace; NULL: none */
 };
@@ -93,6 +96,7 @@ struct config {
 	unsigned int metrics_every; /* [daemon] metrics-every, seconds, default METRICS_EVERY_S */
 	GPtrArray *warnings; /* char *, "file:line: ...", one line of UTF-8 (util/text.h) */
 	GPtrArray *files; /* char *, the files read */
+	GHashTable *texts; /* file -> GBytes, the text its part came from (config_reload) */
 	GHashTable *index; /* config.c's own: the sections by group name, while files are read */
 	GHashTable *peer_keys; /* config.c's own: peers by key (WG_KEY_LEN bytes), once all are read */
 };
@@ -123,10 +127,22 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 int config_load(const char *path, bool must_exist, struct config **out, char *err, size_t errlen);
 
 /*
+ * config_load for a daemon that has prev loaded: a file that is no longer
+ * INI at all gives what its text in prev gave (its last good text), with one
+ * warning naming it and GLib's reason, instead of being skipped whole; so a
+ * typo saved in one file does not drop its sections on a reload. prev NULL:
+ * config_load.
+ */
+int config_reload(const char *path, bool must_exist, const struct config *prev,
+		  struct config **out, char *err, size_t errlen);
+
+/*
  * config_load for a command: path, or the default (which may be missing: an
  * empty configuration); every warning logged. NULL (logged) when unusable.
  */
 struct config *config_load_logged(const char *path);
+/* The same with config_reload's prev. */
+struct config *config_reload_logged(const char *path, const struct config *prev);
 
 /* Does mode leave a file writable only by its owner and root? (safe_mode()) */
 bool config_mode_safe(uid_t uid, gid_t gid, mode_t mode);
@@ -144,6 +160,14 @@ const struct conf_section *config_network_choose(const GPtrArray *profs,
 						 char *why, size_t whylen);
 
 bool config_mentions(const struct config *cfg, const char *ifname);
+
+/*
+ * Does the daemon follow ifname's WireGuard peers (reshape its per-peer tree
+ * when they change)? That also puts back whatever was changed by hand, so
+ * only where enforce holds: its section's, else the [daemon]'s (an
+ * interface shaped per peer by hand included).
+ */
+bool config_follows_peers(const struct config *cfg, const char *ifname);
 
 /*
  * The [peer] sections for ifname as peer_want (src/shape/peers.h), appended

@@ -85,12 +85,44 @@ static int read_all(int fd, const char *path, GString *out, char *err, size_t er
 }
 
 /*
+ * Parse what file says now; when that is not INI at all, what it said in
+ * prev, which was (its own warnings were given then and would quote lines
+ * that are no longer there: only the one warning why it is kept).
+ */
+static void parse_or_keep(struct config *cfg, const struct config *prev, const char *file,
+			  GBytes *now)
+{
+	g_autoptr(GError) err = NULL;
+	GBytes *old = prev ? g_hash_table_lookup(prev->texts, file) : NULL;
+	gsize len;
+	const char *data = g_bytes_get_data(now, &len);
+	guint n;
+
+	if (conf_parse(cfg, file, data, len, &err) == 0) {
+		g_hash_table_replace(cfg->texts, g_strdup(file), now);
+		return;
+	}
+	g_bytes_unref(now);
+	if (!old) {
+		conf_warn_not_ini(cfg, file, err, "file skipped");
+		return;
+	}
+	conf_warn_not_ini(cfg, file, err,
+			  "keeping what it said when it last read well, until it is fixed");
+	n = cfg->warnings->len;
+	data = g_bytes_get_data(old, &len);
+	if (conf_parse(cfg, file, data, len, NULL) == 0)
+		g_hash_table_replace(cfg->texts, g_strdup(file), g_bytes_ref(old));
+	g_ptr_array_set_size(cfg->warnings, n);
+}
+
+/*
  * Read name in the folder dirfd (path: how messages name it), opened once:
  * the open file is what is checked and what is read. O_NONBLOCK: opening a
  * FIFO does not wait for a writer (and it is refused, as not regular).
  */
-static int load_file(struct config *cfg, int dirfd, const char *name, const char *path,
-		     GHashTable *checked, char *err, size_t errlen)
+static int load_file(struct config *cfg, const struct config *prev, int dirfd, const char *name,
+		     const char *path, GHashTable *checked, char *err, size_t errlen)
 {
 	g_autoptr(GString) text = NULL;
 	struct stat st;
@@ -107,7 +139,7 @@ static int load_file(struct config *cfg, int dirfd, const char *name, const char
 	close(fd);
 	if (r < 0)
 		return r;
-	config_parse_data(cfg, path, text->str, text->len);
+	parse_or_keep(cfg, prev, path, g_string_free_to_bytes(g_steal_pointer(&text)));
 	return 0;
 }
 
@@ -140,8 +172,8 @@ static int confd_names(int fd, const char *confd, GPtrArray *names, char *err, s
 }
 
 /* conf.d beside the main file, if there is one: checked open, its files read through it. */
-static int load_confd(struct config *cfg, const char *dir, GHashTable *checked, char *err,
-		      size_t errlen)
+static int load_confd(struct config *cfg, const struct config *prev, const char *dir,
+		      GHashTable *checked, char *err, size_t errlen)
 {
 	g_autofree char *confd = g_build_filename(dir, "conf.d", NULL);
 	g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
@@ -157,13 +189,14 @@ static int load_confd(struct config *cfg, const char *dir, GHashTable *checked, 
 	for (guint i = 0; r == 0 && i < names->len; i++) {
 		g_autofree char *path = g_build_filename(confd, names->pdata[i], NULL);
 
-		r = load_file(cfg, fd, names->pdata[i], path, checked, err, errlen);
+		r = load_file(cfg, prev, fd, names->pdata[i], path, checked, err, errlen);
 	}
 	close(fd);
 	return r;
 }
 
-int config_load(const char *path, bool must_exist, struct config **out, char *err, size_t errlen)
+int config_reload(const char *path, bool must_exist, const struct config *prev,
+		  struct config **out, char *err, size_t errlen)
 {
 	g_autoptr(config_t) cfg = config_new();
 	g_autoptr(GHashTable) checked = NULL;
@@ -173,7 +206,7 @@ int config_load(const char *path, bool must_exist, struct config **out, char *er
 	checked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	r = safe_dirs(dir, checked, err, errlen);
 	if (r == 0)
-		r = load_file(cfg, AT_FDCWD, path, path, checked, err, errlen);
+		r = load_file(cfg, prev, AT_FDCWD, path, path, checked, err, errlen);
 	if (r == -ENOENT) {
 		if (must_exist)
 			return err_say(err, errlen, r, "%s: no such file", path);
@@ -183,7 +216,7 @@ int config_load(const char *path, bool must_exist, struct config **out, char *er
 	} else if (r < 0) {
 		return r;
 	}
-	r = load_confd(cfg, dir, checked, err, errlen);
+	r = load_confd(cfg, prev, dir, checked, err, errlen);
 	if (r < 0)
 		return r;
 	config_finish(cfg);
@@ -191,13 +224,19 @@ int config_load(const char *path, bool must_exist, struct config **out, char *er
 	return 0;
 }
 
-struct config *config_load_logged(const char *path)
+int config_load(const char *path, bool must_exist, struct config **out, char *err, size_t errlen)
+{
+	return config_reload(path, must_exist, NULL, out, err, errlen);
+}
+
+struct config *config_reload_logged(const char *path, const struct config *prev)
 {
 	struct config *cfg = NULL;
 	char err[ERR_SIZE] = "";
 	int r;
 
-	r = config_load(path ? path : CONFIG_DEFAULT_PATH, path != NULL, &cfg, err, sizeof(err));
+	r = config_reload(path ? path : CONFIG_DEFAULT_PATH, path != NULL, prev, &cfg, err,
+			  sizeof(err));
 	if (r < 0) {
 		log_err("config: %s", err[0] ? err : strerror(-r));
 		return NULL;
@@ -205,4 +244,9 @@ struct config *config_load_logged(const char *path)
 	for (guint i = 0; i < cfg->warnings->len; i++)
 		log_warn("%s", (const char *)cfg->warnings->pdata[i]);
 	return cfg;
+}
+
+struct config *config_load_logged(const char *path)
+{
+	return config_reload_logged(path, NULL);
 }

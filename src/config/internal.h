@@ -55,6 +55,7 @@ struct conf_key {
 	int family; /* cake's words: the family of the value's word (enum cake_family) */
 	const char *more; /* yes/no words: a value besides yes and no ... */
 	uint32_t more_value; /* ... and the family's value it stands for */
+	const char *renamed; /* an old spelling: the key's name now (read, with a warning) */
 };
 
 /* The row for key in a section of kind sec (SEC_*), or NULL: an unknown key. */
@@ -66,6 +67,15 @@ char *conf_keys_named(unsigned int sec);
 /* A warning with file:line (none when line is 0), escaped to one line of text. */
 void conf_warn(struct config *cfg, const char *file, unsigned int line, const char *fmt, ...)
 	G_GNUC_PRINTF(4, 5);
+
+/*
+ * config_parse_data without its warning: -EBADMSG, *err set, when the text is
+ * not INI at all (nothing of it added to cfg).
+ */
+int conf_parse(struct config *cfg, const char *file, const char *data, size_t len, GError **err);
+
+/* The warning for a file that is not INI (err: GKeyFile's), then what became of it. */
+void conf_warn_not_ini(struct config *cfg, const char *file, const GError *err, const char *then);
 
 /* After every file: what holds only for the whole (check.c). */
 void config_finish(struct config *cfg);

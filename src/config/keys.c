@@ -273,18 +273,19 @@ static const struct conf_key keys[] = {
 	{ "egress-max", SEC_SHAPE, parse_rate_key, SHAPE_AT(adapt.egress_max) },
 	{ "ingress-min", SEC_SHAPE, parse_rate_key, SHAPE_AT(adapt.ingress_min) },
 	{ "ingress-max", SEC_SHAPE, parse_rate_key, SHAPE_AT(adapt.ingress_max) },
-	{ "download-min", SEC_NETWORK, parse_rate_key, SHAPE_AT(adapt.download_min) },
-	{ "download-max", SEC_NETWORK, parse_rate_key, SHAPE_AT(adapt.download_max) },
+	/* in an [interface] without download =, the old spelling of client-download-min/-max */
+	{ "download-min", SEC_SHAPE, parse_rate_key, SHAPE_AT(adapt.download_min) },
+	{ "download-max", SEC_SHAPE, parse_rate_key, SHAPE_AT(adapt.download_max) },
 
 	/* a client: the rate to ask its server for, and where the server is */
 	{ "download", SEC_SHAPE, parse_rate_key, SHAPE_AT(net.download) },
 	{ "server", SEC_SHAPE, parse_addr, SHAPE_AT(net.server),
 	  .expect = "not an IPv4 or IPv6 address (the server's address inside the tunnel)" },
 
-	/* a server: its policy for what its clients ask (check.c moves a client's to adapt) */
+	/* a server: its policy for what its clients ask */
 	{ "client-download", SEC_IFACE, parse_tristate, SHAPE_AT(rate.client_download) },
-	{ "download-min", SEC_IFACE, parse_rate_key, SHAPE_AT(rate.min) },
-	{ "download-max", SEC_IFACE, parse_rate_key, SHAPE_AT(rate.max) },
+	{ "client-download-min", SEC_IFACE, parse_rate_key, SHAPE_AT(rate.min) },
+	{ "client-download-max", SEC_IFACE, parse_rate_key, SHAPE_AT(rate.max) },
 
 	/* when and where a [network] profile applies */
 	{ "connection-id", SEC_NETWORK, parse_list, SHAPE_AT(net.match.ids), .list = true },
@@ -298,8 +299,12 @@ static const struct conf_key keys[] = {
 	{ "interface", SEC_PEER, parse_globs, PEER_AT(ifaces), .list = true },
 	{ "download", SEC_PEER, parse_rate_key, PEER_AT(download) },
 	{ "client-download", SEC_PEER, parse_tristate, PEER_AT(rate.client_download) },
-	{ "download-min", SEC_PEER, parse_rate_key, PEER_AT(rate.min) },
-	{ "download-max", SEC_PEER, parse_rate_key, PEER_AT(rate.max) },
+	{ "client-download-min", SEC_PEER, parse_rate_key, PEER_AT(rate.min) },
+	{ "client-download-max", SEC_PEER, parse_rate_key, PEER_AT(rate.max) },
+	{ "download-min", SEC_PEER, parse_rate_key, PEER_AT(rate.min),
+	  .renamed = "client-download-min" },
+	{ "download-max", SEC_PEER, parse_rate_key, PEER_AT(rate.max),
+	  .renamed = "client-download-max" },
 
 	/* [daemon] */
 	{ "enforce", SEC_DAEMON, parse_bool, DAEMON_AT(enforce) },

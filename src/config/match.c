@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "shape/peers.h"
 #include "shape/words.h"
+#include "util/text.h"
 
 /*
  * '*' and '?' over bytes. Not g_pattern_match_simple: that reads UTF-8 and
@@ -74,7 +75,7 @@ void config_peers_for(const struct config *cfg, const char *ifname, const uint8_
 	for (guint i = 0; i < cfg->peers->len; i++) {
 		const struct conf_peer *p = cfg->peers->pdata[i];
 		struct peer_want w = { .rate = p->download };
-		g_autofree char *options = NULL;
+		g_autofree char *options = NULL, *source = NULL;
 		struct shape_request req;
 		char err[256];
 
@@ -83,9 +84,10 @@ void config_peers_for(const struct config *cfg, const char *ifname, const uint8_
 		if (p->ifaces ? !peer_names(p, ifname)
 			      : !g_hash_table_contains(here, p->key))
 			continue;
+		source = g_strconcat("config ", p->where, NULL);
 		memcpy(w.key, p->key, WG_KEY_LEN);
-		g_strlcpy(w.name, p->name, sizeof(w.name));
-		snprintf(w.source, sizeof(w.source), "config %s", p->where);
+		text_copy(w.name, sizeof(w.name), p->name);
+		text_copy(w.source, sizeof(w.source), source);
 		g_ptr_array_add(p->words, NULL);
 		options = g_strjoinv(" ", (char **)p->words->pdata);
 		g_ptr_array_remove_index(p->words, p->words->len - 1);
@@ -199,4 +201,11 @@ bool config_mentions(const struct config *cfg, const char *ifname)
 	}
 	config_networks_for(cfg, ifname, profs);
 	return profs->len > 0;
+}
+
+bool config_follows_peers(const struct config *cfg, const char *ifname)
+{
+	const struct conf_section *c = config_match(cfg, ifname);
+
+	return c && c->enforce >= 0 ? c->enforce : cfg->enforce;
 }

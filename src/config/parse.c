@@ -52,6 +52,8 @@ struct config *config_new(void)
 	cfg->peers = g_ptr_array_new_with_free_func(conf_peer_free);
 	cfg->warnings = g_ptr_array_new_with_free_func(g_free);
 	cfg->files = g_ptr_array_new_with_free_func(g_free);
+	cfg->texts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					   (GDestroyNotify)g_bytes_unref);
 	cfg->enforce = true;
 	cfg->rate_port = RATE_PORT;
 	cfg->client_lease = RATE_LEASE_S;
@@ -72,6 +74,7 @@ void config_free(struct config *cfg)
 		g_hash_table_unref(cfg->peer_keys);
 	g_ptr_array_unref(cfg->warnings);
 	g_ptr_array_unref(cfg->files);
+	g_hash_table_unref(cfg->texts);
 	g_free(cfg->metrics_file);
 	g_free(cfg);
 }
@@ -336,6 +339,9 @@ static void parse_keys(struct config *cfg, GKeyFile *kf, const char *file, struc
 		else if (r < 0)
 			conf_warn(cfg, file, line, "%s = '%s': %s; skipped", k->key,
 				  TEXT_QUOTE(v.bad ? v.bad : text), v.why);
+		else if (k->renamed)
+			conf_warn(cfg, file, line, "%s is now spelled %s in [%s]; read as that",
+				  k->key, k->renamed, TEXT_QUOTE(group));
 		g_free(v.bad);
 	}
 }
@@ -406,10 +412,17 @@ static unsigned int kind_of(const char *group)
 	return 0;
 }
 
-int config_parse_data(struct config *cfg, const char *file, const char *data, size_t len)
+void conf_warn_not_ini(struct config *cfg, const char *file, const GError *err, const char *then)
+{
+	char says[160 * 8 + 4]; /* GLib's message quotes the line it stopped at */
+
+	conf_warn(cfg, file, 0, "not an INI file (%s); %s",
+		  text_quote(says, sizeof(says), err->message, 160), then);
+}
+
+int conf_parse(struct config *cfg, const char *file, const char *data, size_t len, GError **err)
 {
 	g_autoptr(GKeyFile) kf = g_key_file_new();
-	g_autoptr(GError) err = NULL;
 	g_autoptr(GHashTable) at = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autoptr(GStringChunk) names = g_string_chunk_new(4096);
 	struct lines lines = { .at = at, .names = names };
@@ -417,13 +430,8 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 
 	/* peers may come or change: config_finish indexes them again */
 	g_clear_pointer(&cfg->peer_keys, g_hash_table_unref);
-	if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &err)) {
-		char says[160 * 8 + 4]; /* GLib's message quotes the line it stopped at */
-
-		conf_warn(cfg, file, 0, "not an INI file (%s); file skipped",
-			  text_quote(says, sizeof(says), err->message, 160));
+	if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, err))
 		return -EBADMSG;
-	}
 	g_ptr_array_add(cfg->files, g_strdup(file));
 	lines_scan(&lines, data, len);
 	groups = g_key_file_get_groups(kf, NULL);
@@ -444,4 +452,14 @@ int config_parse_data(struct config *cfg, const char *file, const char *data, si
 			parse_keys(cfg, kf, file, &lines, groups[i], sec, base, words);
 	}
 	return 0;
+}
+
+int config_parse_data(struct config *cfg, const char *file, const char *data, size_t len)
+{
+	g_autoptr(GError) err = NULL;
+	int r = conf_parse(cfg, file, data, len, &err);
+
+	if (r == -EBADMSG)
+		conf_warn_not_ini(cfg, file, err, "file skipped");
+	return r;
 }

@@ -411,7 +411,7 @@ static gboolean on_probe_fd(gint fd, GIOCondition cond, gpointer data)
 }
 
 /*
- * The server holds the download to its own bounds (download-min/-max
+ * The server holds the download to its own bounds (client-download-min/-max
  * there): the controller's range shrinks to them, so that it does not ask
  * past them again and again (said once).
  */

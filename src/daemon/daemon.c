@@ -117,7 +117,7 @@ void daemon_resync(struct daemon *d)
 
 bool daemon_reload(struct daemon *d)
 {
-	struct config *cfg = config_load_logged(d->opts->config_path);
+	struct config *cfg = config_reload_logged(d->opts->config_path, d->cfg);
 	bool port_changed;
 
 	if (!cfg)

@@ -5,7 +5,8 @@
  * interface's peers, and only when they changed since the last look is the
  * interface reconciled (which reads its whole tree back: at 1,000 peers
  * that is what costs). Only while an interface is shaped per peer or a
- * [peer] section exists.
+ * [peer] section exists, and not where enforce = no (a reshape would put
+ * back what was changed by hand).
  */
 #include <glib.h>
 
@@ -55,7 +56,8 @@ static void poll_one(struct daemon *d, const char *ifname)
 {
 	guint64 sum, *old;
 
-	if (holds_check(d, ifname) || g_hash_table_contains(d->pending, ifname))
+	if (holds_check(d, ifname) || g_hash_table_contains(d->pending, ifname) ||
+	    !config_follows_peers(d->cfg, ifname))
 		return;
 	sum = peers_sum(d, ifname);
 	old = g_hash_table_lookup(d->peer_sums, ifname);

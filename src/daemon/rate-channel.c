@@ -21,14 +21,19 @@ static gboolean on_lease_end(gpointer data);
 /*
  * One look at every interface's leases: those that ended are said, dropped
  * and their peers shaped at their configured rates again (also those that
- * ended while no daemon ran); the timer is set for the next end (none: no
- * timer).
+ * ended while no daemon ran); those of an interface no longer shaped are
+ * removed; the timer is set for the next end (none: no timer).
  */
 static void leases_sweep(struct daemon *d)
 {
 	g_auto(GStrv) names = NULL;
+	g_autoptr(GPtrArray) orphans = g_ptr_array_new_with_free_func(g_free);
 	int64_t now = lease_now(), next = 0;
 
+	if (lease_drop_orphans(d->opts->statedir, orphans) == 0)
+		for (guint i = 0; i < orphans->len; i++)
+			log_info("%s: leases of an interface wgshape no longer shapes (no state "
+				 "file): removed", (const char *)orphans->pdata[i]);
 	state_list(d->opts->statedir, &names);
 	for (char **n = names; n && *n; n++) {
 		g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));

@@ -54,7 +54,7 @@ enum rate_type {
 enum rate_status {
 	RATE_NONE = 0, /* a request's */
 	RATE_APPLIED = 1, /* the rate asked for applies */
-	RATE_CLAMPED = 2, /* outside the server's download-min/-max: rate is the bound */
+	RATE_CLAMPED = 2, /* outside the server's client-download-min/-max: rate is the bound */
 	RATE_DEFAULT = 3, /* asked for the server's rate: the lease is gone, rate = fallback */
 	RATE_REFUSED = 4, /* this peer may not set its rate (no client-download = yes) */
 	RATE_FAILED = 5, /* allowed, but the server could not apply it (its log says why) */

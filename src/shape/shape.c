@@ -18,6 +18,7 @@
 #include "shape/shape.h"
 #include "shape/state.h"
 #include "util/ifname.h"
+#include "util/text.h"
 #include "engine.h"
 
 #define OVERHEAD_BY_HAND "set by hand"
@@ -334,7 +335,7 @@ static int state_commit(const char *statedir, const char *ifname, const struct s
 {
 	int r;
 
-	snprintf(st->source, sizeof(st->source), "%s", req->source ? req->source : "set");
+	text_copy(st->source, sizeof(st->source), req->source ? req->source : "set");
 	st->overhead = overhead;
 	r = st->egress || st->ingress ? state_save(statedir, ifname, st)
 				      : state_remove(statedir, ifname);

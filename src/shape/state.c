@@ -159,6 +159,21 @@ int state_file_read(const char *dir, const char *name, size_t max, GString **out
 	return 0;
 }
 
+char *state_get_string(GKeyFile *kf, const char *group, const char *key)
+{
+	g_autofree char *raw = NULL, *valid = NULL;
+	char *v = g_key_file_get_string(kf, group, key, NULL);
+
+	if (v)
+		return v;
+	raw = g_key_file_get_value(kf, group, key, NULL);
+	if (!raw || g_utf8_validate(raw, -1, NULL))
+		return NULL; /* none, or an escape GLib does not know: not ours */
+	valid = g_utf8_make_valid(raw, -1);
+	g_key_file_set_value(kf, group, key, valid);
+	return g_key_file_get_string(kf, group, key, NULL);
+}
+
 #define PEER_GROUP "peer "
 
 /* One [peer KEY] group: its class, rate, options (set's words), name and source. */
@@ -176,13 +191,13 @@ static int peer_load(GKeyFile *kf, const char *group, struct peer_want *w)
 	minor = g_key_file_get_uint64(kf, group, "class", NULL);
 	w->minor = minor <= TREE_PEER_MINOR_LAST ? (uint16_t)minor : 0;
 	w->rate = g_key_file_get_uint64(kf, group, "rate", NULL);
-	name = g_key_file_get_string(kf, group, "name", NULL);
-	source = g_key_file_get_string(kf, group, "source", NULL);
+	name = state_get_string(kf, group, "name");
+	source = state_get_string(kf, group, "source");
 	options = g_key_file_get_string(kf, group, "options", NULL);
 	if (!w->rate)
 		return -EBADMSG;
-	g_strlcpy(w->name, name ? name : "", sizeof(w->name));
-	g_strlcpy(w->source, source ? source : "set", sizeof(w->source));
+	text_copy(w->name, sizeof(w->name), name);
+	text_copy(w->source, sizeof(w->source), source ? source : "set");
 	g_strlcpy(w->options, options ? options : "", sizeof(w->options));
 	words = g_strsplit_set(w->options, " ", -1);
 	if (w->options[0] &&
@@ -275,13 +290,11 @@ int state_parse(const char *data, size_t len, struct shape_state *out)
 
 	st.ifindex = g_key_file_get_integer(kf, "interface", "ifindex", NULL);
 	st.overhead = g_key_file_get_integer(kf, "interface", "overhead", NULL);
-	s = g_key_file_get_string(kf, "interface", "overhead-reason", NULL);
-	if (s)
-		g_strlcpy(st.overhead_reason, s, sizeof(st.overhead_reason));
+	s = state_get_string(kf, "interface", "overhead-reason");
+	text_copy(st.overhead_reason, sizeof(st.overhead_reason), s);
 	g_clear_pointer(&s, g_free);
-	s = g_key_file_get_string(kf, "interface", "source", NULL);
-	if (s)
-		g_strlcpy(st.source, s, sizeof(st.source));
+	s = state_get_string(kf, "interface", "source");
+	text_copy(st.source, sizeof(st.source), s);
 	g_clear_pointer(&s, g_free);
 
 	st.egress = g_key_file_has_group(kf, "egress");

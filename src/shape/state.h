@@ -48,6 +48,12 @@ void shape_state_clear(struct shape_state *st);
 int state_load(const char *dir, const char *ifname, struct shape_state *out);
 /* A state file's text (what state_load reads) into out; -EBADMSG when it is not one. */
 int state_parse(const char *data, size_t len, struct shape_state *out);
+/*
+ * A string value of a state file (g_key_file_get_string), also one that is
+ * not UTF-8, as earlier builds wrote a name cut inside a character:
+ * the bytes that are not become U+FFFD, where GLib gives no value at all.
+ */
+char *state_get_string(GKeyFile *kf, const char *group, const char *key);
 /* Atomic: a reader sees the old file or the new one, never a torn one. */
 int state_save(const char *dir, const char *ifname, const struct shape_state *st);
 /*

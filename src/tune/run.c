@@ -118,7 +118,7 @@ static int shape_dir(struct tune_run *t, enum dir_action act, uint64_t rate, con
 /*
  * The server's rate for this peer (0: the control, as unlimited as the
  * server allows), asked through the rate channel. A step must get the rate
- * it asked for: clamped by the server's download-min/-max, the run stops.
+ * it asked for: clamped by the server's client-download-min/-max, the run stops.
  */
 static int ask_server(struct tune_run *t, uint64_t rate, const char *source, bool restoring)
 {

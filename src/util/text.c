@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <stdbool.h>
+#include <string.h>
 #include <glib.h>
 
 #include "util/text.h"
@@ -45,4 +46,24 @@ const char *text_quote(char *buf, size_t size, const char *s, size_t max)
 	escape(out, s ? s : "", max);
 	g_strlcpy(buf, out->str, size);
 	return buf;
+}
+
+bool text_copy(char *buf, size_t size, const char *s)
+{
+	size_t n;
+
+	s = s ? s : "";
+	n = strlen(s);
+	if (!size)
+		return n > 0;
+	if (n < size) {
+		memcpy(buf, s, n + 1);
+		return false;
+	}
+	n = size - 1;
+	while (n && ((unsigned char)s[n] & 0xc0) == 0x80) /* s[n] continues a character */
+		n--;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return true;
 }

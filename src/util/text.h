@@ -9,6 +9,7 @@
 #ifndef WGSHAPE_UTIL_TEXT_H
 #define WGSHAPE_UTIL_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The characters of a value a message quotes; then "...". */
@@ -21,6 +22,14 @@ char *text_escape(const char *s);
 
 /* s (NULL: "") escaped and cut after max characters, in buf (max * 8 + 4 bytes); returns buf. */
 const char *text_quote(char *buf, size_t size, const char *s, size_t max);
+
+/*
+ * s (NULL: "") into buf of size bytes, as g_strlcpy but cut between two
+ * characters, never inside one: a name cut to fit a fixed field stays UTF-8
+ * (GKeyFile gives no value for one that is not, so a state file would lose
+ * it). True when s was cut.
+ */
+bool text_copy(char *buf, size_t size, const char *s);
 
 /* A value as a message quotes it; the text lasts to the end of the enclosing block. */
 #define TEXT_QUOTE(s) \

@@ -140,7 +140,7 @@ cap_run() {
 cat >"$SCONF" <<CONF
 [interface wg0]
 client-download = yes
-download-max = 100mbit
+client-download-max = 100mbit
 CONF
 chmod 0600 "$SCONF"
 

@@ -3,7 +3,7 @@
 #
 # The rate channel, end to end on a real kernel: two WireGuard clients (cli,
 # and cli2 on an underlay of its own) of srv's wg0, where `wgshape daemon`
-# runs with client-download = yes, download-min/-max and a [peer] for cli
+# runs with client-download = yes, client-download-min/-max and a [peer] for cli
 # at 10mbit. A client's `wgshape set client download RATE` changes srv's
 # class for that client in place (same classid, counters kept) before the
 # answer comes back, and iperf3 then downloads at about the new rate;
@@ -238,8 +238,8 @@ rate-port = ${PORT:-4781}
 
 [interface wg0]
 ${1-client-download = yes}
-download-min = 2mbit
-download-max = 30mbit
+client-download-min = 2mbit
+client-download-max = 30mbit
 
 [peer laptop]
 public-key = $CLI_KEY

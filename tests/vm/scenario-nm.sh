@@ -700,7 +700,7 @@ part_client_rate() {
 	local i
 	step "CLIENT RATE: the server's class for this client follows the network"
 	need_tools iperf3 stdbuf
-	printf '[interface wg0]\nclient-download = yes\ndownload-max = 60mbit\n\n[peer laptop]\npublic-key = %s\ndownload = 10mbit\n' \
+	printf '[interface wg0]\nclient-download = yes\nclient-download-max = 60mbit\n\n[peer laptop]\npublic-key = %s\ndownload = 10mbit\n' \
 		"$(cat "$LAB_TMP/cli.pub")" >"$SRVCONF"
 	chmod 0600 "$SRVCONF"
 	cp "$CONF" "$LAB_TMP/client.conf.orig"

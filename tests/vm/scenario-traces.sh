@@ -181,7 +181,7 @@ case " $ROWS " in *" fixed "*) step "the fixed row's rates: wgshape tune on the 
 cat >"$SCONF" <<CONF
 [interface wg0]
 client-download = yes
-download-max = 100mbit
+client-download-max = 100mbit
 CONF
 chmod 0600 "$SCONF"
 
