@@ -10,8 +10,11 @@
 #   - a configuration with clear-on-exit = yes, wgshape.service enabled: the
 #     interface shaped by the daemon;
 #   - an upgrade over itself: the configuration kept, the daemon restarted;
-#   - remove: the daemon stopped, so the interface cleared; the
-#     configuration kept;
+#   - wgshape.service stopped by the admin (still enabled), wgshape@wg0.service
+#     enabled and started: a second upgrade leaves wgshape.service stopped
+#     and restarts the instance on the new program (not "(deleted)");
+#   - remove: the daemons stopped, the instance too, so the interface
+#     cleared (clear-on-exit); the configuration kept;
 #   - purge: nothing of wgshape left (files, units and their links, the
 #     hook, /run/wgshape, /var/lib/wgshape, /var/log/wgshape, /etc/wgshape).
 # shellcheck disable=SC2015 # A && pass || fail
@@ -124,6 +127,33 @@ PID1=$(systemctl show -P MainPID wgshape.service)
 expect_eq "wgshape.service still enabled" enabled "$(systemctl is-enabled wgshape.service 2>&1)"
 expect_eq "wg0 after the upgrade" "cake 2500000" "$(root_kind wg0) $(root_bw wg0)"
 
+step "the admin stops wgshape.service and runs wgshape@wg0.service"
+systemctl stop wgshape.service
+expect_eq "wg0 after stop: cleared (clear-on-exit)" noqueue "$(root_kind wg0)"
+systemctl enable --now wgshape@wg0.service >/dev/null 2>&1
+expect_eq "wgshape@wg0.service after enable --now" active "$(active_state wgshape@wg0.service)"
+expect_eq "wg0 by the instance: 20mbit" "cake 2500000" "$(root_kind wg0) $(root_bw wg0)"
+IPID0=$(systemctl show -P MainPID wgshape@wg0.service)
+
+step "an upgrade: the stopped service stays stopped, the instance restarted"
+if "${DPKG[@]}" -i "$LAB_TMP"/wgshape_*.deb "$LAB_TMP"/wgshape-tune_*.deb >"$LAB_TMP/apt.log" 2>&1; then
+	pass "dpkg -i over the installed version, again"
+else
+	fail "reinstall: $(tail -5 "$LAB_TMP/apt.log")"
+fi
+expect_eq "wgshape.service, stopped by the admin, after the upgrade" inactive \
+	"$(active_state wgshape.service)"
+expect_eq "wgshape.service still enabled" enabled "$(systemctl is-enabled wgshape.service 2>&1)"
+expect_eq "wgshape-serve.service, never started, after the upgrade" inactive \
+	"$(active_state wgshape-serve.service)"
+expect_eq "wgshape@wg0.service after the upgrade" active "$(active_state wgshape@wg0.service)"
+IPID1=$(systemctl show -P MainPID wgshape@wg0.service)
+[ "$IPID1" != "$IPID0" ] && [ "$IPID1" != 0 ] &&
+	pass "the instance was restarted (pid $IPID0 -> $IPID1)" ||
+	fail "the instance was not restarted (pid $IPID0 -> $IPID1)"
+expect_eq "the instance's program: the new one" /usr/sbin/wgshape "$(readlink "/proc/$IPID1/exe")"
+expect_eq "wg0 after the upgrade: the instance's" "cake 2500000" "$(root_kind wg0) $(root_bw wg0)"
+
 step "remove: the daemon stops and, with clear-on-exit, clears"
 if "${DPKG[@]}" -r wgshape-tune wgshape >"$LAB_TMP/apt.log" 2>&1; then
 	pass "dpkg -r"
@@ -131,6 +161,7 @@ else
 	fail "remove: $(tail -5 "$LAB_TMP/apt.log")"
 fi
 expect_eq "wgshape.service after remove" inactive "$(active_state wgshape.service)"
+expect_eq "wgshape@wg0.service after remove" inactive "$(active_state wgshape@wg0.service)"
 expect_eq "wg0 after remove: cleared" noqueue "$(root_kind wg0)"
 [ ! -e /usr/sbin/wgshape ] && pass "the program is gone" || fail "/usr/sbin/wgshape is still there"
 [ ! -e /usr/lib/NetworkManager/dispatcher.d/90-wgshape ] && pass "the hook is gone" ||
