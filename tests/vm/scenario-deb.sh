@@ -16,7 +16,9 @@
 #   - remove: the daemons stopped, the instance too, so the interface
 #     cleared (clear-on-exit); the configuration kept;
 #   - purge: nothing of wgshape left (files, units and their links, the
-#     hook, /run/wgshape, /var/lib/wgshape, /var/log/wgshape, /etc/wgshape).
+#     instance's enablement link, the hook, /run/wgshape and the state files
+#     in it, /etc/wgshape), but the admin's own files in /var/lib/wgshape and
+#     /var/log/wgshape (an adapt-log trace) stay, and their folders with them.
 # shellcheck disable=SC2015 # A && pass || fail
 
 # shellcheck source=tests/vm/lib.sh
@@ -169,14 +171,27 @@ expect_eq "wg0 after remove: cleared" noqueue "$(root_kind wg0)"
 [ -e /etc/wgshape/wgshape.conf ] && pass "the configuration stays (a conffile)" ||
 	fail "remove took the configuration"
 
-step "purge: nothing left"
+step "purge: nothing of wgshape's left, the admin's files kept"
+# the admin's: a trace where the man page puts adapt-log's, a note of their
+# own; wgshape's: a rate record left in its state folder
+mkdir -p /var/lib/wgshape /var/log/wgshape /run/wgshape
+echo "admin's" >/var/log/wgshape/wg0.trace
+echo "admin's" >/var/lib/wgshape/notes
+printf '[client]\nasked=0\n' >/run/wgshape/wg0.client
 if "${DPKG[@]}" -P wgshape-tune wgshape >"$LAB_TMP/apt.log" 2>&1; then
 	pass "dpkg -P"
 else
 	fail "purge: $(tail -5 "$LAB_TMP/apt.log")"
 fi
 LEFT=$(left)
-expect_eq "wgshape's paths after purge, against before the install" "$BEFORE" "$LEFT"
+KEPT=$(printf '%s\n' /var/lib/wgshape /var/log/wgshape)
+expect_eq "wgshape's paths after purge, against before the install (and the admin's folders)" \
+	"$(printf '%s\n' "$BEFORE" "$KEPT" | sed '/^$/d' | sort)" "$LEFT"
+expect_eq "the admin's trace in /var/log/wgshape, kept" "admin's" "$(cat /var/log/wgshape/wg0.trace 2>&1)"
+expect_eq "the admin's file in /var/lib/wgshape, kept" "admin's" "$(cat /var/lib/wgshape/notes 2>&1)"
+[ ! -e /run/wgshape ] && pass "/run/wgshape and wgshape's state file in it gone" ||
+	fail "/run/wgshape is still there: $(find /run/wgshape -mindepth 1 2>&1 | paste -sd' ')"
+rm -rf /var/lib/wgshape /var/log/wgshape
 expect_eq "dpkg knows no wgshape package" "" "$(dpkg -l 'wgshape*' 2>/dev/null | awk '/^[a-z][a-z] / { print $1, $2 }')"
 systemctl daemon-reload
 expect_match "systemd knows no wgshape unit" '^0 unit' "$(systemctl list-unit-files 'wgshape*' --no-legend 2>&1 | wc -l) units"
