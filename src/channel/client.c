@@ -13,6 +13,7 @@
 #include "channel/client.h"
 #include "channel/lease.h"
 #include "channel/policy.h"
+#include "shape/peers.h"
 #include "shape/state.h"
 #include "shape/units.h"
 #include "util/ifname.h"
@@ -111,71 +112,145 @@ static void addr_text(int family, const uint8_t *addr, char out[INET6_ADDRSTRLEN
 		out[0] = '\0';
 }
 
-int rate_client_server(struct netlink *nl, const char *ifname, const char *server,
-		       char out[INET6_ADDRSTRLEN], char *why, size_t whylen)
+/* Does one of peers hold text (an address), and which family is it? */
+static bool peers_hold(const struct wg_peer *peers, size_t n, const char *text)
 {
-	g_autofree struct addr_info *addrs = NULL;
-	struct wg_peer *peers = NULL;
-	struct link_info link;
-	size_t n = 0, n_addrs = 0;
+	int family = strchr(text, ':') ? AF_INET6 : AF_INET;
 	uint8_t a[16];
-	int r;
+
+	return inet_pton(family, text, a) == 1 && peer_by_source(peers, n, family, a) >= 0;
+}
+
+int rate_server_choose(const char *ifname, const struct wg_peer *peers, size_t n,
+		       const struct addr_info *addrs, size_t n_addrs, const char *server,
+		       const char *answered, struct rate_server *out, char *why, size_t whylen)
+{
+	uint8_t a[16];
 
 	if (server) {
 		if (inet_pton(strchr(server, ':') ? AF_INET6 : AF_INET, server, a) != 1) {
 			snprintf(why, whylen, "server '%s' is not an IPv4 or IPv6 address", server);
 			return -EINVAL;
 		}
-		g_strlcpy(out, server, INET6_ADDRSTRLEN);
+		*out = (struct rate_server){ .how = RATE_SERVER_GIVEN };
+		g_strlcpy(out->addr, server, sizeof(out->addr));
 		return 0;
 	}
+	for (size_t i = 0; n == 1 && i < peers[0].n_allowed; i++) {
+		const struct tc_prefix *p = &peers[0].allowed[i];
+
+		if (p->prefixlen == (p->family == AF_INET ? 32u : 128u)) {
+			*out = (struct rate_server){ .how = RATE_SERVER_HOST };
+			addr_text(p->family, p->addr, out->addr);
+			return 0;
+		}
+	}
+	/* It answered before, and a peer still holds it: known, not guessed. */
+	if (answered && *answered && peers_hold(peers, n, answered)) {
+		*out = (struct rate_server){ .how = RATE_SERVER_ANSWERED };
+		g_strlcpy(out->addr, answered, sizeof(out->addr));
+		return 0;
+	}
+	if (n != 1) {
+		snprintf(why, whylen, "%zu peers: name the server's tunnel address (server ADDR)",
+			 n);
+		return -EINVAL;
+	}
+	/* A peer that routes a subnet (or everything): guess the subnet's first address. */
+	for (size_t i = 0; i < n_addrs; i++) {
+		const struct addr_info *ai = &addrs[i];
+		unsigned int bits = ai->family == AF_INET ? 32 : 128;
+		struct tc_prefix first = { .family = ai->family, .prefixlen = bits };
+		char own[INET6_ADDRSTRLEN], held[64] = "";
+
+		if ((ai->family != AF_INET && ai->family != AF_INET6) ||
+		    ai->prefixlen >= bits - 1 || ai->scope == 253)
+			continue;
+		memcpy(first.addr, ai->addr, 16);
+		for (unsigned int b = ai->prefixlen; b < bits; b++)
+			first.addr[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
+		first.addr[bits / 8 - 1] |= 1;
+		if (!memcmp(first.addr, ai->addr, bits / 8) ||
+		    peer_by_source(peers, 1, ai->family, first.addr) != 0)
+			continue;
+		for (size_t k = 0; k < peers[0].n_allowed; k++)
+			if (tc_prefix_contains(&peers[0].allowed[k], &first)) {
+				tc_prefix_str(&peers[0].allowed[k], held, sizeof(held));
+				break;
+			}
+		*out = (struct rate_server){ .how = RATE_SERVER_GUESS };
+		addr_text(ai->family, first.addr, out->addr);
+		addr_text(ai->family, ai->addr, own);
+		snprintf(out->from, sizeof(out->from),
+			 "the first address of the subnet of %s's address %s/%u, inside the "
+			 "peer's AllowedIPs %s",
+			 ifname, own, ai->prefixlen, held);
+		return 0;
+	}
+	snprintf(why, whylen, "cannot tell the server's tunnel address from the peer's "
+		 "AllowedIPs: name it (server ADDR)");
+	return -EINVAL;
+}
+
+void rate_server_describe(const struct rate_server *s, char *buf, size_t size)
+{
+	switch (s->how) {
+	case RATE_SERVER_GIVEN:
+		snprintf(buf, size, "%s was named as the server", s->addr);
+		break;
+	case RATE_SERVER_HOST:
+		snprintf(buf, size, "%s is the peer's only AllowedIPs entry of one address",
+			 s->addr);
+		break;
+	case RATE_SERVER_ANSWERED:
+		snprintf(buf, size, "%s answered the last request", s->addr);
+		break;
+	case RATE_SERVER_GUESS:
+		snprintf(buf, size, "%s was a guess: %s", s->addr, s->from);
+		break;
+	}
+}
+
+int rate_client_find_server(struct netlink *nl, const char *ifname, const char *server,
+			    const char *answered, struct rate_server *out, char *why,
+			    size_t whylen)
+{
+	g_autofree struct addr_info *addrs = NULL;
+	struct wg_peer *peers = NULL;
+	struct link_info link;
+	size_t n = 0, n_addrs = 0, own = 0;
+	int r;
+
+	if (server)
+		return rate_server_choose(ifname, NULL, 0, NULL, 0, server, NULL, out, why,
+					  whylen);
 	r = netlink_wg_peers(nl, ifname, &peers, &n);
 	if (r < 0) {
 		snprintf(why, whylen, "%s", r == -ENODEV ? "no such interface" :
 				 r == -EOPNOTSUPP ? "not a WireGuard interface" : strerror(-r));
 		return r;
 	}
-	if (n != 1) {
-		snprintf(why, whylen, "%zu peers: name the server's tunnel address (server ADDR)",
-			 n);
-		wg_peers_free(peers, n);
-		return -EINVAL;
+	/* ifname's own addresses, for the guess (none when they cannot be read) */
+	if (netlink_link_get(nl, ifname, &link) == 0 &&
+	    netlink_addr_list(nl, &addrs, &n_addrs) == 0) {
+		for (size_t i = 0; i < n_addrs; i++)
+			if (addrs[i].ifindex == link.ifindex)
+				addrs[own++] = addrs[i];
 	}
-	for (size_t i = 0; i < peers[0].n_allowed; i++) {
-		const struct tc_prefix *p = &peers[0].allowed[i];
-
-		if (p->prefixlen == (p->family == AF_INET ? 32u : 128u)) {
-			addr_text(p->family, p->addr, out);
-			wg_peers_free(peers, n);
-			return 0;
-		}
-	}
-	/* A peer that routes a subnet (or everything): the server is its first address. */
-	r = netlink_link_get(nl, ifname, &link);
-	if (r == 0)
-		r = netlink_addr_list(nl, &addrs, &n_addrs);
-	for (size_t i = 0; r == 0 && i < n_addrs; i++) {
-		const struct addr_info *ai = &addrs[i];
-		unsigned int bits = ai->family == AF_INET ? 32 : 128;
-		uint8_t first[16];
-
-		if (ai->ifindex != link.ifindex || ai->prefixlen >= bits - 1 || ai->scope == 253)
-			continue;
-		memcpy(first, ai->addr, 16);
-		for (unsigned int b = ai->prefixlen; b < bits; b++)
-			first[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
-		first[bits / 8 - 1] |= 1;
-		if (!memcmp(first, ai->addr, bits / 8) ||
-		    peer_by_source(peers, 1, ai->family, first) != 0)
-			continue;
-		addr_text(ai->family, first, out);
-		wg_peers_free(peers, n);
-		return 0;
-	}
+	r = rate_server_choose(ifname, peers, n, addrs, own, NULL, answered, out, why, whylen);
 	wg_peers_free(peers, n);
-	snprintf(why, whylen, "cannot tell the server's tunnel address from the peer's "
-		 "AllowedIPs: name it (server ADDR)");
-	return -EINVAL;
+	return r;
+}
+
+int rate_client_server(struct netlink *nl, const char *ifname, const char *server,
+		       char out[INET6_ADDRSTRLEN], char *why, size_t whylen)
+{
+	struct rate_server s;
+	int r = rate_client_find_server(nl, ifname, server, NULL, &s, why, whylen);
+
+	if (r == 0)
+		g_strlcpy(out, s.addr, INET6_ADDRSTRLEN);
+	return r;
 }
 
 int rate_client_socket(const char *ifname, const char *server, unsigned int port)

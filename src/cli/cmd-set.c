@@ -73,7 +73,9 @@ void set_help(void)
 	      "                 host's download at RATE (or at the server's own rate); prints\n"
 	      "                 its answer. A lease: it lapses in minutes unless renewed (the\n"
 	      "                 daemon renews it). IFACE may be left out when there is one\n"
-	      "                 WireGuard interface; server ADDR when it has several peers.\n"
+	      "                 WireGuard interface. server ADDR: the server's tunnel address\n"
+	      "                 (else server = in the configuration, the peer's /32 or /128,\n"
+	      "                 the last to answer, or a guess: no answer says which).\n"
 	      "                 An interface named client is named as any other: set client\n"
 	      "                 egress 85mbit, set client client download 20mbit\n"
 	      "\n"
@@ -193,9 +195,10 @@ static int only_wireguard(struct netlink *nl, char *out, size_t size)
 static int set_client(const char *ifname, int argc, char **argv, const struct cli *cli)
 {
 	g_autoptr(config_t) cfg = NULL;
-	const char *server = NULL;
-	char iface[IFNAME_SIZE], addr[INET6_ADDRSTRLEN], why[192], said[256], want[32];
-	struct rate_record rec;
+	const char *server = NULL, *answered = NULL, *addr, *where = NULL;
+	char iface[IFNAME_SIZE], why[192], said[256], want[32], from[320];
+	struct rate_record old, rec;
+	struct rate_server srv;
 	struct netlink *nl;
 	uint64_t rate = 0;
 	int r;
@@ -237,13 +240,19 @@ static int set_client(const char *ifname, int argc, char **argv, const struct cl
 	r = ifname ? (snprintf(iface, sizeof(iface), "%s", ifname), 0) :
 		     only_wireguard(nl, iface, sizeof(iface));
 	if (r == 0) {
-		r = rate_client_server(nl, iface, server, addr, why, sizeof(why));
+		if (!server)
+			server = config_client_server(cfg, iface, &where);
+		/* an address that answered is known (still a peer's: checked below) */
+		if (rate_record_load(cli->statedir, iface, &old) == 0 && old.status != RATE_NONE)
+			answered = old.server;
+		r = rate_client_find_server(nl, iface, server, answered, &srv, why, sizeof(why));
 		if (r < 0)
 			log_err("set %s client: %s", iface, why);
 	}
 	netlink_close(nl);
 	if (r < 0)
 		return EXIT_FAIL;
+	addr = srv.addr;
 	r = rate_client_request(cli->statedir, iface, addr, cfg->rate_port, rate, RATE_SOURCE_SET,
 				&rec);
 	if (r < 0 && r != -ETIMEDOUT) {
@@ -258,6 +267,19 @@ static int set_client(const char *ifname, int argc, char **argv, const struct cl
 	       rate ? want : "at the server's rate", said,
 	       r < 0 ? " (is wgshape daemon running there, with the rate port open on the "
 		       "tunnel?)" : "");
+	/* No answer: say where the address came from, and how to name another. */
+	if (r < 0) {
+		rate_server_describe(&srv, from, sizeof(from));
+		if (where)
+			log_err("set %s client: %s (server = at %s)", iface, from, where);
+		else if (srv.how == RATE_SERVER_GIVEN)
+			log_err("set %s client: %s", iface, from);
+		else
+			log_err("set %s client: %s; if the server is elsewhere, name its tunnel "
+				"address: wgshape set %s client download %s server ADDR, or "
+				"server = ADDR in [interface %s]",
+				iface, from, iface, TEXT_QUOTE(argv[2]), iface);
+	}
 	return r < 0 || rec.status == RATE_REFUSED || rec.status == RATE_FAILED ||
 			       rec.status == RATE_UNSUPPORTED ?
 		       EXIT_FAIL :
