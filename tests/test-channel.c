@@ -17,6 +17,7 @@
 #include <glib/gstdio.h>
 
 #include "safe-tmp.h"
+#include "channel/client.h"
 #include "channel/gate.h"
 #include "channel/lease.h"
 #include "channel/policy.h"
@@ -941,6 +942,83 @@ static void test_lease_now(void)
 	g_assert_cmpint(b, >=, a);
 }
 
+/*
+ * Which address set client asks, and what a message says of it when nothing
+ * answers: a guess is said to be one, with what it came from.
+ */
+static void test_server_choose(void)
+{
+	static const struct {
+		struct peer_row peers[2];
+		size_t n_peers;
+		const char *own; /* the tunnel's own address, "10.0.0.3/24"; NULL: none */
+		const char *server, *answered;
+		int how; /* -1: refused */
+		const char *addr, *says; /* says: in the description, or in why */
+	} t[] = {
+		/* the case: one peer routing the /24, no /32 among its AllowedIPs */
+		{ { { { "10.0.0.0/24" } } }, 1, "10.0.0.3/24", NULL, NULL, RATE_SERVER_GUESS,
+		  "10.0.0.1",
+		  "10.0.0.1 was a guess: the first address of the subnet of wg0's address "
+		  "10.0.0.3/24, inside the peer's AllowedIPs 10.0.0.0/24" },
+		{ { { { "0.0.0.0/0" } } }, 1, "10.0.0.3/24", NULL, NULL, RATE_SERVER_GUESS,
+		  "10.0.0.1", "inside the peer's AllowedIPs 0.0.0.0/0" },
+		{ { { { "fd00::/64" } } }, 1, "fd00::3/64", NULL, NULL, RATE_SERVER_GUESS, "fd00::1",
+		  "fd00::1 was a guess: the first address of the subnet of wg0's address fd00::3/64" },
+		/* known: a /32 among the AllowedIPs, the address that answered, a named one */
+		{ { { { "10.0.0.0/24", "10.0.0.2/32" } } }, 1, "10.0.0.3/24", NULL, NULL,
+		  RATE_SERVER_HOST, "10.0.0.2", "10.0.0.2 is the peer's only AllowedIPs entry" },
+		{ { { { "10.0.0.0/24" } } }, 1, "10.0.0.3/24", NULL, "10.0.0.2", RATE_SERVER_ANSWERED,
+		  "10.0.0.2", "10.0.0.2 answered the last request" },
+		{ { { { "10.0.0.0/24" } }, { { "10.1.0.0/24" } } }, 2, "10.0.0.3/24", NULL,
+		  "10.1.0.9", RATE_SERVER_ANSWERED, "10.1.0.9", "answered" },
+		{ { { { "10.0.0.0/24" } } }, 1, "10.0.0.3/24", "10.0.0.2", NULL, RATE_SERVER_GIVEN,
+		  "10.0.0.2", "10.0.0.2 was named as the server" },
+		/* an answer from an address no peer holds now is no knowledge */
+		{ { { { "10.0.0.0/24" } } }, 1, "10.0.0.3/24", NULL, "192.168.1.1",
+		  RATE_SERVER_GUESS, "10.0.0.1", "was a guess" },
+		/* nothing to go on */
+		{ { { { "10.0.0.0/24" } }, { { "10.1.0.0/24" } } }, 2, "10.0.0.3/24", NULL, NULL, -1,
+		  NULL, "2 peers: name the server's tunnel address (server ADDR)" },
+		{ { { { "10.0.0.0/24" } } }, 1, "10.0.0.3/32", NULL, NULL, -1, NULL,
+		  "name it (server ADDR)" },
+		{ { { { "10.0.0.0/24" } } }, 1, "10.0.0.1/24", NULL, NULL, -1, NULL,
+		  "name it (server ADDR)" }, /* the first address is this host's own */
+		{ { { { "10.0.0.0/24" } } }, 1, NULL, "10.0.0.x", NULL, -1, NULL, "not an IPv4" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		struct wg_peer *peers = peers_new(t[i].peers, t[i].n_peers);
+		struct addr_info own = { .ifindex = 7, .scope = 0 };
+		struct rate_server srv;
+		char why[192] = "", said[320] = "";
+		int r;
+
+		if (t[i].own) {
+			struct tc_prefix p = prefix(t[i].own);
+
+			own.family = p.family;
+			own.prefixlen = p.prefixlen;
+			memcpy(own.addr, p.addr, 16);
+		}
+		r = rate_server_choose("wg0", peers, t[i].n_peers, &own, t[i].own ? 1 : 0,
+				       t[i].server, t[i].answered, &srv, why, sizeof(why));
+		g_test_message("%zu: %d %s", i, r, why);
+		if (t[i].how < 0) {
+			g_assert_cmpint(r, ==, -EINVAL);
+			g_assert_nonnull(strstr(why, t[i].says));
+		} else {
+			g_assert_cmpint(r, ==, 0);
+			g_assert_cmpint(srv.how, ==, t[i].how);
+			g_assert_cmpstr(srv.addr, ==, t[i].addr);
+			rate_server_describe(&srv, said, sizeof(said));
+			g_test_message("%s", said);
+			g_assert_nonnull(strstr(said, t[i].says));
+		}
+		peers_free(peers, t[i].n_peers);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -949,6 +1027,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/channel/peer/overlap", test_peer_overlap);
 	g_test_add_func("/channel/peer/own-overlap", test_peer_own_overlap);
 	g_test_add_func("/channel/policy", test_policy);
+	g_test_add_func("/channel/server/choose", test_server_choose);
 	g_test_add_func("/channel/bucket/burst", test_bucket_burst);
 	g_test_add_func("/channel/bucket/probe", test_probe_bucket);
 	g_test_add_func("/channel/bucket/gap", test_bucket_gap);

@@ -137,10 +137,63 @@ static void test_tune_server(void)
 	}
 }
 
+/*
+ * set's forms: an interface may be named client, and the README's commands
+ * work for it (set client egress 85mbit; set client download 20mbit, the
+ * interface left out; set client client download 20mbit, named).
+ */
+static void test_set_args(void)
+{
+	static const struct {
+		const char *line;
+		int form; /* -1: refused */
+		const char *ifname; /* NULL: left out */
+		int at;
+		const char *says;
+	} t[] = {
+		{ "wg0 egress 85mbit", SET_SHAPE, "wg0", 1, NULL },
+		{ "client egress 85mbit", SET_SHAPE, "client", 1, NULL },
+		{ "client ingress 80mbit", SET_SHAPE, "client", 1, NULL },
+		{ "client overhead auto", SET_SHAPE, "client", 1, NULL },
+		{ "client peer KEY download 5mbit", SET_PEER, "client", 1, NULL },
+		{ "wg0 peer KEY download 5mbit", SET_PEER, "wg0", 1, NULL },
+		{ "wg0 client download 20mbit", SET_CLIENT, "wg0", 1, NULL },
+		{ "client client download 20mbit", SET_CLIENT, "client", 1, NULL },
+		{ "client client download default server 10.0.0.2", SET_CLIENT, "client", 1, NULL },
+		{ "client download 20mbit", SET_CLIENT, NULL, 0, NULL },
+		{ "client download default server 10.0.0.2", SET_CLIENT, NULL, 0, NULL },
+		/* what to say: the words left; set_client says what client needs */
+		{ "client client", SET_CLIENT, "client", 1, NULL },
+		{ "client", -1, NULL, 0, "'client' alone: ask the server with IFACE client download" },
+		{ "wg0", -1, NULL, 0, "needs IFACE and what to set" },
+		{ "", -1, NULL, 0, "needs IFACE and what to set" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		g_auto(GStrv) argv = *t[i].line ? g_strsplit(t[i].line, " ", -1) :
+						  g_new0(char *, 1);
+		struct set_args a = { .form = SET_SHAPE, .ifname = "unset", .at = -1 };
+		char err[256] = "";
+		int r = set_args_parse((int)g_strv_length(argv), argv, &a, err, sizeof(err));
+
+		g_test_message("set %s", t[i].line);
+		if (t[i].form < 0) {
+			g_assert_cmpint(r, ==, -EINVAL);
+			g_assert_nonnull(strstr(err, t[i].says));
+			continue;
+		}
+		g_assert_cmpint(r, ==, 0);
+		g_assert_cmpint(a.form, ==, t[i].form);
+		g_assert_cmpstr(a.ifname, ==, t[i].ifname);
+		g_assert_cmpint(a.at, ==, t[i].at);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/cli/tune/args", test_tune_args);
 	g_test_add_func("/cli/tune/server", test_tune_server);
+	g_test_add_func("/cli/set/args", test_set_args);
 	return g_test_run();
 }

@@ -1959,6 +1959,35 @@ static void test_metrics_keys(void)
 	g_assert_nonnull(strstr(bad->warnings->pdata[1], "from 1 to 3600"));
 }
 
+/* The server set client asks when none is named: [interface]'s server =, else a profile's. */
+static void test_client_server(void)
+{
+	static const char text[] = "[interface wg0]\n"
+				   "egress = 20mbit\n"
+				   "server = 10.0.0.2\n"
+				   "[interface wg1]\n"
+				   "egress = 20mbit\n"
+				   "[network home]\n"
+				   "connection-id = Home\n"
+				   "interface = wg1\n"
+				   "egress = 8mbit\n"
+				   "[network work]\n"
+				   "connection-id = Work\n"
+				   "interface = wg*\n"
+				   "egress = 8mbit\n"
+				   "server = fd00::2\n";
+	g_autofree char *path = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+	const char *where = NULL;
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 0);
+	g_assert_cmpstr(config_client_server(cfg, "wg0", &where), ==, "10.0.0.2");
+	g_assert_nonnull(strstr(where, ":1"));
+	g_assert_cmpstr(config_client_server(cfg, "wg1", &where), ==, "fd00::2");
+	g_assert_nonnull(strstr(where, ":10"));
+	g_assert_null(config_client_server(cfg, "eth0", NULL));
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -1992,6 +2021,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/rate-channel", test_rate_channel);
 	g_test_add_func("/config/old-spelling", test_old_spelling);
 	g_test_add_func("/config/follows-peers", test_follows_peers);
+	g_test_add_func("/config/client-server", test_client_server);
 	g_test_add_func("/config/adapt", test_adapt);
 	g_test_add_func("/config/long-names", test_long_names);
 	g_test_add_func("/config/metrics", test_metrics_keys);

@@ -13,10 +13,10 @@
 #include "channel/client.h"
 #include "channel/lease.h"
 #include "channel/policy.h"
+#include "shape/peers.h"
 #include "shape/state.h"
 #include "shape/units.h"
 #include "util/ifname.h"
-#include "util/text.h"
 
 #define GROUP "client"
 #define RECORD_MAX 4096 /* more than a record ever is */
@@ -43,9 +43,9 @@ int rate_record_load(const char *dir, const char *ifname, struct rate_record *ou
 		return -EBADMSG;
 	*out = (struct rate_record){ 0 };
 	server = g_key_file_get_string(kf, GROUP, "server", NULL);
-	source = state_get_string(kf, GROUP, "source");
+	source = g_key_file_get_string(kf, GROUP, "source", NULL);
 	g_strlcpy(out->server, server ? server : "", sizeof(out->server));
-	text_copy(out->source, sizeof(out->source), source);
+	g_strlcpy(out->source, source ? source : "", sizeof(out->source));
 	out->asked = g_key_file_get_uint64(kf, GROUP, "asked", NULL);
 	out->port = (unsigned int)g_key_file_get_uint64(kf, GROUP, "port", NULL);
 	out->at = g_key_file_get_int64(kf, GROUP, "at", NULL);
@@ -112,86 +112,158 @@ static void addr_text(int family, const uint8_t *addr, char out[INET6_ADDRSTRLEN
 		out[0] = '\0';
 }
 
-/*
- * The first address of ifname's own subnet, if peer (the only one) holds it
- * in its AllowedIPs: 0 with out, else -ENOENT or -errno.
- */
-static int subnet_first(struct netlink *nl, const char *ifname, const struct wg_peer *peer,
-			char out[INET6_ADDRSTRLEN])
+/* Does one of peers hold text (an address), and which family is it? */
+static bool peers_hold(const struct wg_peer *peers, size_t n, const char *text)
 {
-	g_autofree struct addr_info *addrs = NULL;
-	struct link_info link;
-	size_t n_addrs = 0;
-	int r;
+	int family = strchr(text, ':') ? AF_INET6 : AF_INET;
+	uint8_t a[16];
 
-	r = netlink_link_get(nl, ifname, &link);
-	if (r == 0)
-		r = netlink_addr_list(nl, &addrs, &n_addrs);
-	for (size_t i = 0; r == 0 && i < n_addrs; i++) {
-		const struct addr_info *ai = &addrs[i];
-		unsigned int bits = ai->family == AF_INET ? 32 : 128;
-		uint8_t first[16];
-
-		if (ai->ifindex != link.ifindex || ai->prefixlen >= bits - 1 || ai->scope == 253)
-			continue;
-		memcpy(first, ai->addr, 16);
-		for (unsigned int b = ai->prefixlen; b < bits; b++)
-			first[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
-		first[bits / 8 - 1] |= 1;
-		if (!memcmp(first, ai->addr, bits / 8) ||
-		    peer_by_source(peer, 1, ai->family, first) != 0)
-			continue;
-		addr_text(ai->family, first, out);
-		return 0;
-	}
-	return r < 0 ? r : -ENOENT;
+	return inet_pton(family, text, a) == 1 && peer_by_source(peers, n, family, a) >= 0;
 }
 
-int rate_client_server(struct netlink *nl, const char *ifname, const char *server,
-		       char out[INET6_ADDRSTRLEN], char *why, size_t whylen)
+/*
+ * The first address of the subnet of one of ifname's addresses (addrs), when
+ * peers' only peer holds it though it is not ifname's own: 0 with out (a
+ * guess, with what it came from), else -ENOENT.
+ */
+static int subnet_guess(const char *ifname, const struct wg_peer *peers,
+			const struct addr_info *addrs, size_t n_addrs, struct rate_server *out)
 {
-	struct wg_peer *peers = NULL;
-	size_t n = 0;
+	for (size_t i = 0; i < n_addrs; i++) {
+		const struct addr_info *ai = &addrs[i];
+		unsigned int bits = ai->family == AF_INET ? 32 : 128;
+		struct tc_prefix first = { .family = ai->family, .prefixlen = bits };
+		char own[INET6_ADDRSTRLEN], held[64] = "";
+
+		if ((ai->family != AF_INET && ai->family != AF_INET6) ||
+		    ai->prefixlen >= bits - 1 || ai->scope == 253)
+			continue;
+		memcpy(first.addr, ai->addr, 16);
+		for (unsigned int b = ai->prefixlen; b < bits; b++)
+			first.addr[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
+		first.addr[bits / 8 - 1] |= 1;
+		if (!memcmp(first.addr, ai->addr, bits / 8) ||
+		    peer_by_source(peers, 1, ai->family, first.addr) != 0)
+			continue;
+		for (size_t k = 0; k < peers[0].n_allowed; k++)
+			if (tc_prefix_contains(&peers[0].allowed[k], &first)) {
+				tc_prefix_str(&peers[0].allowed[k], held, sizeof(held));
+				break;
+			}
+		*out = (struct rate_server){ .how = RATE_SERVER_GUESS };
+		addr_text(ai->family, first.addr, out->addr);
+		addr_text(ai->family, ai->addr, own);
+		snprintf(out->from, sizeof(out->from),
+			 "the first address of the subnet of %s's address %s/%u, inside the "
+			 "peer's AllowedIPs %s",
+			 ifname, own, ai->prefixlen, held);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int rate_server_choose(const char *ifname, const struct wg_peer *peers, size_t n,
+		       const struct addr_info *addrs, size_t n_addrs, const char *server,
+		       const char *answered, struct rate_server *out, char *why, size_t whylen)
+{
 	uint8_t a[16];
-	int r;
 
 	if (server) {
 		if (inet_pton(strchr(server, ':') ? AF_INET6 : AF_INET, server, a) != 1) {
 			snprintf(why, whylen, "server '%s' is not an IPv4 or IPv6 address", server);
 			return -EINVAL;
 		}
-		g_strlcpy(out, server, INET6_ADDRSTRLEN);
+		*out = (struct rate_server){ .how = RATE_SERVER_GIVEN };
+		g_strlcpy(out->addr, server, sizeof(out->addr));
 		return 0;
 	}
+	for (size_t i = 0; n == 1 && i < peers[0].n_allowed; i++) {
+		const struct tc_prefix *p = &peers[0].allowed[i];
+
+		if (p->prefixlen == (p->family == AF_INET ? 32u : 128u)) {
+			*out = (struct rate_server){ .how = RATE_SERVER_HOST };
+			addr_text(p->family, p->addr, out->addr);
+			return 0;
+		}
+	}
+	/* It answered before, and a peer still holds it: known, not guessed. */
+	if (answered && *answered && peers_hold(peers, n, answered)) {
+		*out = (struct rate_server){ .how = RATE_SERVER_ANSWERED };
+		g_strlcpy(out->addr, answered, sizeof(out->addr));
+		return 0;
+	}
+	if (n != 1) {
+		snprintf(why, whylen, "%zu peers: name the server's tunnel address (server ADDR)",
+			 n);
+		return -EINVAL;
+	}
+	/* A peer that routes a subnet (or everything): guess the subnet's first address. */
+	if (subnet_guess(ifname, peers, addrs, n_addrs, out) == 0)
+		return 0;
+	snprintf(why, whylen, "cannot tell the server's tunnel address from the peer's "
+		 "AllowedIPs: name it (server ADDR)");
+	return -EINVAL;
+}
+
+void rate_server_describe(const struct rate_server *s, char *buf, size_t size)
+{
+	switch (s->how) {
+	case RATE_SERVER_GIVEN:
+		snprintf(buf, size, "%s was named as the server", s->addr);
+		break;
+	case RATE_SERVER_HOST:
+		snprintf(buf, size, "%s is the peer's only AllowedIPs entry of one address",
+			 s->addr);
+		break;
+	case RATE_SERVER_ANSWERED:
+		snprintf(buf, size, "%s answered the last request", s->addr);
+		break;
+	case RATE_SERVER_GUESS:
+		snprintf(buf, size, "%s was a guess: %s", s->addr, s->from);
+		break;
+	}
+}
+
+int rate_client_find_server(struct netlink *nl, const char *ifname, const char *server,
+			    const char *answered, struct rate_server *out, char *why,
+			    size_t whylen)
+{
+	g_autofree struct addr_info *addrs = NULL;
+	struct wg_peer *peers = NULL;
+	struct link_info link;
+	size_t n = 0, n_addrs = 0, own = 0;
+	int r;
+
+	if (server)
+		return rate_server_choose(ifname, NULL, 0, NULL, 0, server, NULL, out, why,
+					  whylen);
 	r = netlink_wg_peers(nl, ifname, &peers, &n);
 	if (r < 0) {
 		snprintf(why, whylen, "%s", r == -ENODEV ? "no such interface" :
 				 r == -EOPNOTSUPP ? "not a WireGuard interface" : strerror(-r));
 		return r;
 	}
-	if (n != 1) {
-		snprintf(why, whylen, "%zu peers: name the server's tunnel address (server ADDR)",
-			 n);
-		wg_peers_free(peers, n);
-		return -EINVAL;
+	/* ifname's own addresses, for the guess (none when they cannot be read) */
+	if (netlink_link_get(nl, ifname, &link) == 0 &&
+	    netlink_addr_list(nl, &addrs, &n_addrs) == 0) {
+		for (size_t i = 0; i < n_addrs; i++)
+			if (addrs[i].ifindex == link.ifindex)
+				addrs[own++] = addrs[i];
 	}
-	for (size_t i = 0; i < peers[0].n_allowed; i++) {
-		const struct tc_prefix *p = &peers[0].allowed[i];
-
-		if (p->prefixlen == (p->family == AF_INET ? 32u : 128u)) {
-			addr_text(p->family, p->addr, out);
-			wg_peers_free(peers, n);
-			return 0;
-		}
-	}
-	/* A peer that routes a subnet (or everything): the server is its first address. */
-	r = subnet_first(nl, ifname, peers, out);
+	r = rate_server_choose(ifname, peers, n, addrs, own, NULL, answered, out, why, whylen);
 	wg_peers_free(peers, n);
+	return r;
+}
+
+int rate_client_server(struct netlink *nl, const char *ifname, const char *server,
+		       char out[INET6_ADDRSTRLEN], char *why, size_t whylen)
+{
+	struct rate_server s;
+	int r = rate_client_find_server(nl, ifname, server, NULL, &s, why, whylen);
+
 	if (r == 0)
-		return 0;
-	snprintf(why, whylen, "cannot tell the server's tunnel address from the peer's "
-		 "AllowedIPs: name it (server ADDR)");
-	return -EINVAL;
+		g_strlcpy(out, s.addr, INET6_ADDRSTRLEN);
+	return r;
 }
 
 int rate_client_socket(const char *ifname, const char *server, unsigned int port)
@@ -300,7 +372,7 @@ int rate_client_request(const char *dir, const char *ifname, const char *server,
 	*rec = (struct rate_record){ .asked = rate, .port = port, .at = time(NULL),
 				     .at_boot = lease_now() };
 	g_strlcpy(rec->server, server, sizeof(rec->server));
-	text_copy(rec->source, sizeof(rec->source), source);
+	g_strlcpy(rec->source, source, sizeof(rec->source));
 	r = rate_client_ask(ifname, server, port, rate, &ans);
 	if (r == 0) {
 		rec->status = ans.status;
@@ -328,9 +400,8 @@ void rate_record_describe(const struct rate_record *r, char *buf, size_t size)
 		snprintf(buf, size, "applied: %s, for %u s unless asked again", rate, r->lease);
 		break;
 	case RATE_CLAMPED:
-		snprintf(buf, size, "clamped: %s (asked %s; outside the server's "
-			 "client-download-min/-max), for %u s unless asked again", rate, asked,
-			 r->lease);
+		snprintf(buf, size, "clamped: %s (asked %s; outside the server's download-min/-max), "
+			 "for %u s unless asked again", rate, asked, r->lease);
 		break;
 	case RATE_DEFAULT:
 		snprintf(buf, size, "the server's own rate: %s", r->rate ? rate : "none (unshaped "

@@ -46,12 +46,48 @@ int rate_record_remove(const char *dir, const char *ifname);
  */
 bool rate_record_due(const struct rate_record *r, int64_t now_boot);
 
+/* Where the server's address came from, so that a message can say so. */
+enum rate_server_how {
+	RATE_SERVER_GIVEN, /* named: server ADDR, server = in the configuration */
+	RATE_SERVER_HOST, /* the only peer's AllowedIPs entry of one address (/32, /128) */
+	RATE_SERVER_ANSWERED, /* answered the last request (IFACE.client), a peer's address */
+	RATE_SERVER_GUESS, /* the first address of the tunnel's subnet, in the peer's AllowedIPs */
+};
+
+struct rate_server {
+	char addr[INET6_ADDRSTRLEN];
+	enum rate_server_how how;
+	/*
+	 * GUESS: how ("the first address of the subnet of wg0's address
+	 * 10.0.0.3/24, inside the peer's AllowedIPs 10.0.0.0/24")
+	 */
+	char from[192];
+};
+
 /*
- * The server's tunnel address for ifname: server when given (an address);
- * else the interface's only peer's: its AllowedIPs of one address (/32,
- * /128), or else the first address of the tunnel's own subnet if that peer's
- * AllowedIPs hold it. -EINVAL with why when none can be found.
+ * The server's tunnel address for ifname, without I/O: server when given (an
+ * address); else the only one of peers' AllowedIPs entry of one address
+ * (/32, /128); else answered (an address that answered before, or NULL)
+ * when a peer's AllowedIPs hold it; else, a guess, the first address of the
+ * subnet of one of addrs (ifname's own) if the only peer's AllowedIPs hold
+ * it. -EINVAL with why when none can be found.
  */
+int rate_server_choose(const char *ifname, const struct wg_peer *peers, size_t n,
+		       const struct addr_info *addrs, size_t n_addrs, const char *server,
+		       const char *answered, struct rate_server *out, char *why, size_t whylen);
+
+/*
+ * Where s's address came from, for a message when it did not answer:
+ * "10.0.0.1 was a guess: the first address of ...".
+ */
+void rate_server_describe(const struct rate_server *s, char *buf, size_t size);
+
+/* rate_server_choose() with ifname's peers and addresses from the kernel. */
+int rate_client_find_server(struct netlink *nl, const char *ifname, const char *server,
+			    const char *answered, struct rate_server *out, char *why,
+			    size_t whylen);
+
+/* rate_client_find_server() without answered, for its address only. */
 int rate_client_server(struct netlink *nl, const char *ifname, const char *server,
 		       char out[INET6_ADDRSTRLEN], char *why, size_t whylen);
 

@@ -57,6 +57,26 @@ int tune_args_parse(int argc, char **argv, struct tune_args *out, char *err, siz
 /* HOST[:PORT], [V6]:PORT or a bare V6 address; *host is g_malloc'd. -EINVAL if malformed. */
 int tune_split_server(const char *s, char **host, uint16_t *port);
 
+/*
+ * set's form, from its words after "set", without I/O:
+ *   IFACE client download ...   SET_CLIENT, ifname IFACE
+ *   client download ...         SET_CLIENT, ifname NULL (the one WireGuard interface)
+ *   IFACE peer PUBKEY ...       SET_PEER
+ *   IFACE WORD ...              SET_SHAPE
+ * An interface may be named client: the word is the keyword only where no
+ * interface name can be (after IFACE, or before download, which is no option
+ * of an interface). at: the index of the form's first word ("client",
+ * "peer", the first option). -EINVAL with err when no form fits.
+ */
+enum set_form { SET_SHAPE, SET_PEER, SET_CLIENT };
+struct set_args {
+	enum set_form form;
+	const char *ifname; /* NULL: left out (SET_CLIENT only) */
+	int at;
+};
+
+int set_args_parse(int argc, char **argv, struct set_args *out, char *err, size_t errlen);
+
 /* Say why name is no interface name, on one line. */
 bool ifname_ok_or_say(const char *name);
 

@@ -3,6 +3,7 @@
  * wgshape set IFACE [egress RATE|off] [ingress RATE|off] [overhead BYTES|auto] ...
  * wgshape set IFACE peer PUBKEY download RATE|off ...
  * wgshape set [IFACE] client download RATE|default [server ADDR]
+ * (set_args_parse() tells the forms apart; an interface may be named client)
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -72,7 +73,11 @@ void set_help(void)
 	      "                 host's download at RATE (or at the server's own rate); prints\n"
 	      "                 its answer. A lease: it lapses in minutes unless renewed (the\n"
 	      "                 daemon renews it). IFACE may be left out when there is one\n"
-	      "                 WireGuard interface; server ADDR when it has several peers\n"
+	      "                 WireGuard interface. server ADDR: the server's tunnel address\n"
+	      "                 (else server = in the configuration, the peer's /32 or /128,\n"
+	      "                 the last to answer, or a guess: no answer says which).\n"
+	      "                 An interface named client is named as any other: set client\n"
+	      "                 egress 85mbit, set client client download 20mbit\n"
 	      "\n"
 	      "OPTIONs, as tc-cake(8) spells them (of two of a kind, the last counts):\n"
 	      "  overhead auto  (default) the tunnel's own overhead: 60 bytes for IPv4 peers,\n"
@@ -152,22 +157,34 @@ static int peer_words(const char *ifname, int argc, char **argv, struct shape_re
 	return 0;
 }
 
-/* The one WireGuard interface there is, for `set client` without IFACE. */
+/* The one WireGuard interface there is, for `set client download` without IFACE. */
 static int only_wireguard(struct netlink *nl, char *out, size_t size)
 {
 	struct link_info *links = NULL;
 	size_t n = 0, found = 0;
+	char names[160] = "";
+	int used = 0;
 
 	if (netlink_link_list(nl, &links, &n) < 0)
 		n = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(links[i].kind, "wireguard") && found++ == 0)
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(links[i].kind, "wireguard") != 0)
+			continue;
+		if (found++ == 0)
 			snprintf(out, size, "%s", links[i].name);
+		if (used >= 0 && (size_t)used < sizeof(names))
+			used += snprintf(names + used, sizeof(names) - (size_t)used, "%s%s",
+					 found > 1 ? ", " : "", TEXT_QUOTE(links[i].name));
+	}
 	free(links);
 	if (found == 1)
 		return 0;
-	log_err("set client: %s WireGuard interfaces: name one (wgshape set IFACE client ...)",
-		found ? "several" : "no");
+	if (found)
+		log_err("set client download: several WireGuard interfaces (%s): name one, e.g. "
+			"wgshape set IFACE client download RATE", names);
+	else
+		log_err("set client download: no WireGuard interface: name one (wgshape set IFACE "
+			"client download RATE)");
 	return -ENODEV;
 }
 
@@ -208,9 +225,10 @@ static int client_words(int argc, char **argv, uint64_t *rate, const char **serv
 static int set_client(const char *ifname, int argc, char **argv, const struct cli *cli)
 {
 	g_autoptr(config_t) cfg = NULL;
-	const char *server = NULL;
-	char iface[IFNAME_SIZE], addr[INET6_ADDRSTRLEN], why[192], said[256], want[32];
-	struct rate_record rec;
+	const char *server = NULL, *answered = NULL, *addr, *where = NULL;
+	char iface[IFNAME_SIZE], why[192], said[256], want[32], from[320];
+	struct rate_record old, rec;
+	struct rate_server srv;
 	struct netlink *nl;
 	uint64_t rate = 0;
 	int r;
@@ -230,13 +248,19 @@ static int set_client(const char *ifname, int argc, char **argv, const struct cl
 	r = ifname ? (snprintf(iface, sizeof(iface), "%s", ifname), 0) :
 		     only_wireguard(nl, iface, sizeof(iface));
 	if (r == 0) {
-		r = rate_client_server(nl, iface, server, addr, why, sizeof(why));
+		if (!server)
+			server = config_client_server(cfg, iface, &where);
+		/* an address that answered is known (still a peer's: checked below) */
+		if (rate_record_load(cli->statedir, iface, &old) == 0 && old.status != RATE_NONE)
+			answered = old.server;
+		r = rate_client_find_server(nl, iface, server, answered, &srv, why, sizeof(why));
 		if (r < 0)
 			log_err("set %s client: %s", iface, why);
 	}
 	netlink_close(nl);
 	if (r < 0)
 		return EXIT_FAIL;
+	addr = srv.addr;
 	r = rate_client_request(cli->statedir, iface, addr, cfg->rate_port, rate, RATE_SOURCE_SET,
 				&rec);
 	if (r < 0 && r != -ETIMEDOUT) {
@@ -251,42 +275,83 @@ static int set_client(const char *ifname, int argc, char **argv, const struct cl
 	       rate ? want : "at the server's rate", said,
 	       r < 0 ? " (is wgshape daemon running there, with the rate port open on the "
 		       "tunnel?)" : "");
+	/* No answer: say where the address came from, and how to name another. */
+	if (r < 0) {
+		rate_server_describe(&srv, from, sizeof(from));
+		if (where)
+			log_err("set %s client: %s (server = at %s)", iface, from, where);
+		else if (srv.how == RATE_SERVER_GIVEN)
+			log_err("set %s client: %s", iface, from);
+		else
+			log_err("set %s client: %s; if the server is elsewhere, name its tunnel "
+				"address: wgshape set %s client download %s server ADDR, or "
+				"server = ADDR in [interface %s]",
+				iface, from, iface, TEXT_QUOTE(argv[2]), iface);
+	}
 	return r < 0 || rec.status == RATE_REFUSED || rec.status == RATE_FAILED ||
 			       rec.status == RATE_UNSUPPORTED ?
 		       EXIT_FAIL :
 		       EXIT_OK;
 }
 
+int set_args_parse(int argc, char **argv, struct set_args *out, char *err, size_t errlen)
+{
+	if (argc >= 2 && !strcmp(argv[0], "client") && !strcmp(argv[1], "download")) {
+		*out = (struct set_args){ .form = SET_CLIENT, .ifname = NULL, .at = 0 };
+		return 0;
+	}
+	if (argc == 1 && !strcmp(argv[0], "client")) {
+		snprintf(err, errlen, "'client' alone: ask the server with IFACE client download "
+			 "RATE, or shape an interface named client with client egress RATE (see "
+			 "wgshape set --help)");
+		return -EINVAL;
+	}
+	if (argc < 2) {
+		snprintf(err, errlen, "needs IFACE and what to set, e.g. egress 85mbit (see wgshape "
+			 "set --help)");
+		return -EINVAL;
+	}
+	*out = (struct set_args){
+		.form = !strcmp(argv[1], "client") ? SET_CLIENT :
+			!strcmp(argv[1], "peer")   ? SET_PEER :
+						     SET_SHAPE,
+		.ifname = argv[0],
+		.at = 1,
+	};
+	return 0;
+}
+
 int set_main(int argc, char **argv, const struct cli *cli)
 {
 	struct shape_request req;
 	struct peer_want peer;
+	struct set_args a;
 	struct netlink *nl;
 	char err[256];
 	int r;
 
-	if (argc >= 2 && !strcmp(argv[1], "client"))
-		return set_client(NULL, argc - 1, argv + 1, cli);
-	if (argc < 3) {
-		log_err("set: needs IFACE and what to set, e.g. egress 85mbit (see wgshape set --help)");
+	if (set_args_parse(argc - 1, argv + 1, &a, err, sizeof(err)) < 0) {
+		log_err("set: %s", err);
 		return EXIT_USAGE;
 	}
-	if (!ifname_ok_or_say(argv[1]))
+	argc -= 1 + a.at;
+	argv += 1 + a.at;
+	if (a.ifname && !ifname_ok_or_say(a.ifname))
 		return EXIT_USAGE;
-	if (!strcmp(argv[2], "client"))
-		return set_client(argv[1], argc - 2, argv + 2, cli);
-	if (!strcmp(argv[2], "peer")) {
-		if (peer_words(argv[1], argc - 2, argv + 2, &req, &peer) < 0)
+	if (a.form == SET_CLIENT)
+		return set_client(a.ifname, argc, argv, cli);
+	if (a.form == SET_PEER) {
+		if (peer_words(a.ifname, argc, argv, &req, &peer) < 0)
 			return EXIT_USAGE;
-	} else if (shape_words_parse(argc - 2, argv + 2, &req, err, sizeof(err)) < 0) {
-		log_err("set %s: %s", argv[1], err);
+	} else if (shape_words_parse(argc, argv, &req, err, sizeof(err)) < 0) {
+		log_err("set %s: %s", a.ifname, err);
 		return EXIT_USAGE;
 	}
-	if (!cli_can_net_admin(argv[1]))
+	if (!cli_can_net_admin(a.ifname))
 		return EXIT_FAIL;
 	if (cli_netlink_open(&nl) < 0)
 		return EXIT_FAIL;
-	r = shape_set(nl, cli->statedir, argv[1], &req);
+	r = shape_set(nl, cli->statedir, a.ifname, &req);
 	netlink_close(nl);
 	return r < 0 ? EXIT_FAIL : EXIT_OK;
 }

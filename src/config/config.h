@@ -193,6 +193,15 @@ const char *config_peer_name(const struct config *cfg, const char *ifname, const
  */
 bool config_client_download(const struct config *cfg, const char *ifname);
 
+/*
+ * The server's tunnel address the configuration names for ifname, for a
+ * request made by hand: server = of its [interface] section, else of the
+ * first of its [network] profiles that says one; NULL when none does. *where
+ * (may be NULL): the section's "file:line".
+ */
+const char *config_client_server(const struct config *cfg, const char *ifname,
+				 const char **where);
+
 /* The [network] profiles whose interface = names ifname, in file order (appended to out). */
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out);
 

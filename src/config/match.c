@@ -159,6 +159,26 @@ bool config_client_download(const struct config *cfg, const char *ifname)
 	return c && c->net.download;
 }
 
+const char *config_client_server(const struct config *cfg, const char *ifname,
+				 const char **where)
+{
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+	const struct conf_section *c = config_match(cfg, ifname);
+
+	if (!c || !c->net.server) {
+		c = NULL;
+		config_networks_for(cfg, ifname, profs);
+		for (guint i = 0; i < profs->len && !c; i++)
+			if (((const struct conf_section *)profs->pdata[i])->net.server)
+				c = profs->pdata[i];
+	}
+	if (!c)
+		return NULL;
+	if (where)
+		*where = c->where;
+	return c->net.server;
+}
+
 void config_networks_for(const struct config *cfg, const char *ifname, GPtrArray *out)
 {
 	for (guint i = 0; i < cfg->networks->len; i++) {

@@ -50,6 +50,12 @@ check 1 'no such interface' show nosuchif0
 check 2 'banana' set wg0 egress banana
 check 2 'not a valid interface name' set 'wg/0' egress 10mbit
 check 2 'rate' set wg0 egress 99999999999gbit
+# an interface named client: shaped as any other, or named before the client
+# keyword; the keyword with the interface left out only before download
+check 1 '^wgshape: client: (no such interface|not permitted)' set client egress 85mbit
+check 1 '^wgshape: (set )?client( client)?: ' set client client download 20mbit
+check 2 "'client' alone" set client
+check 2 'needs download RATE' set client client
 # options after the command: say where they go
 check 2 'options go before the command' check-config -c "$dir/wgshape.conf"
 check 2 'options go before the command' show -v

@@ -10,10 +10,15 @@
 #   - a configuration with clear-on-exit = yes, wgshape.service enabled: the
 #     interface shaped by the daemon;
 #   - an upgrade over itself: the configuration kept, the daemon restarted;
-#   - remove: the daemon stopped, so the interface cleared; the
-#     configuration kept;
+#   - wgshape.service stopped by the admin (still enabled), wgshape@wg0.service
+#     enabled and started: a second upgrade leaves wgshape.service stopped
+#     and restarts the instance on the new program (not "(deleted)");
+#   - remove: the daemons stopped, the instance too, so the interface
+#     cleared (clear-on-exit); the configuration kept;
 #   - purge: nothing of wgshape left (files, units and their links, the
-#     hook, /run/wgshape, /var/lib/wgshape, /var/log/wgshape, /etc/wgshape).
+#     instance's enablement link, the hook, /run/wgshape and the state files
+#     in it, /etc/wgshape), but the admin's own files in /var/lib/wgshape and
+#     /var/log/wgshape (an adapt-log trace) stay, and their folders with them.
 # shellcheck disable=SC2015 # A && pass || fail
 
 # shellcheck source=tests/vm/lib.sh
@@ -124,6 +129,33 @@ PID1=$(systemctl show -P MainPID wgshape.service)
 expect_eq "wgshape.service still enabled" enabled "$(systemctl is-enabled wgshape.service 2>&1)"
 expect_eq "wg0 after the upgrade" "cake 2500000" "$(root_kind wg0) $(root_bw wg0)"
 
+step "the admin stops wgshape.service and runs wgshape@wg0.service"
+systemctl stop wgshape.service
+expect_eq "wg0 after stop: cleared (clear-on-exit)" noqueue "$(root_kind wg0)"
+systemctl enable --now wgshape@wg0.service >/dev/null 2>&1
+expect_eq "wgshape@wg0.service after enable --now" active "$(active_state wgshape@wg0.service)"
+expect_eq "wg0 by the instance: 20mbit" "cake 2500000" "$(root_kind wg0) $(root_bw wg0)"
+IPID0=$(systemctl show -P MainPID wgshape@wg0.service)
+
+step "an upgrade: the stopped service stays stopped, the instance restarted"
+if "${DPKG[@]}" -i "$LAB_TMP"/wgshape_*.deb "$LAB_TMP"/wgshape-tune_*.deb >"$LAB_TMP/apt.log" 2>&1; then
+	pass "dpkg -i over the installed version, again"
+else
+	fail "reinstall: $(tail -5 "$LAB_TMP/apt.log")"
+fi
+expect_eq "wgshape.service, stopped by the admin, after the upgrade" inactive \
+	"$(active_state wgshape.service)"
+expect_eq "wgshape.service still enabled" enabled "$(systemctl is-enabled wgshape.service 2>&1)"
+expect_eq "wgshape-serve.service, never started, after the upgrade" inactive \
+	"$(active_state wgshape-serve.service)"
+expect_eq "wgshape@wg0.service after the upgrade" active "$(active_state wgshape@wg0.service)"
+IPID1=$(systemctl show -P MainPID wgshape@wg0.service)
+[ "$IPID1" != "$IPID0" ] && [ "$IPID1" != 0 ] &&
+	pass "the instance was restarted (pid $IPID0 -> $IPID1)" ||
+	fail "the instance was not restarted (pid $IPID0 -> $IPID1)"
+expect_eq "the instance's program: the new one" /usr/sbin/wgshape "$(readlink "/proc/$IPID1/exe")"
+expect_eq "wg0 after the upgrade: the instance's" "cake 2500000" "$(root_kind wg0) $(root_bw wg0)"
+
 step "remove: the daemon stops and, with clear-on-exit, clears"
 if "${DPKG[@]}" -r wgshape-tune wgshape >"$LAB_TMP/apt.log" 2>&1; then
 	pass "dpkg -r"
@@ -131,6 +163,7 @@ else
 	fail "remove: $(tail -5 "$LAB_TMP/apt.log")"
 fi
 expect_eq "wgshape.service after remove" inactive "$(active_state wgshape.service)"
+expect_eq "wgshape@wg0.service after remove" inactive "$(active_state wgshape@wg0.service)"
 expect_eq "wg0 after remove: cleared" noqueue "$(root_kind wg0)"
 [ ! -e /usr/sbin/wgshape ] && pass "the program is gone" || fail "/usr/sbin/wgshape is still there"
 [ ! -e /usr/lib/NetworkManager/dispatcher.d/90-wgshape ] && pass "the hook is gone" ||
@@ -138,14 +171,27 @@ expect_eq "wg0 after remove: cleared" noqueue "$(root_kind wg0)"
 [ -e /etc/wgshape/wgshape.conf ] && pass "the configuration stays (a conffile)" ||
 	fail "remove took the configuration"
 
-step "purge: nothing left"
+step "purge: nothing of wgshape's left, the admin's files kept"
+# the admin's: a trace where the man page puts adapt-log's, a note of their
+# own; wgshape's: a rate record left in its state folder
+mkdir -p /var/lib/wgshape /var/log/wgshape /run/wgshape
+echo "admin's" >/var/log/wgshape/wg0.trace
+echo "admin's" >/var/lib/wgshape/notes
+printf '[client]\nasked=0\n' >/run/wgshape/wg0.client
 if "${DPKG[@]}" -P wgshape-tune wgshape >"$LAB_TMP/apt.log" 2>&1; then
 	pass "dpkg -P"
 else
 	fail "purge: $(tail -5 "$LAB_TMP/apt.log")"
 fi
 LEFT=$(left)
-expect_eq "wgshape's paths after purge, against before the install" "$BEFORE" "$LEFT"
+KEPT=$(printf '%s\n' /var/lib/wgshape /var/log/wgshape)
+expect_eq "wgshape's paths after purge, against before the install (and the admin's folders)" \
+	"$(printf '%s\n' "$BEFORE" "$KEPT" | sed '/^$/d' | sort)" "$LEFT"
+expect_eq "the admin's trace in /var/log/wgshape, kept" "admin's" "$(cat /var/log/wgshape/wg0.trace 2>&1)"
+expect_eq "the admin's file in /var/lib/wgshape, kept" "admin's" "$(cat /var/lib/wgshape/notes 2>&1)"
+[ ! -e /run/wgshape ] && pass "/run/wgshape and wgshape's state file in it gone" ||
+	fail "/run/wgshape is still there: $(find /run/wgshape -mindepth 1 2>&1 | paste -sd' ')"
+rm -rf /var/lib/wgshape /var/log/wgshape
 expect_eq "dpkg knows no wgshape package" "" "$(dpkg -l 'wgshape*' 2>/dev/null | awk '/^[a-z][a-z] / { print $1, $2 }')"
 systemctl daemon-reload
 expect_match "systemd knows no wgshape unit" '^0 unit' "$(systemctl list-unit-files 'wgshape*' --no-legend 2>&1 | wc -l) units"
