@@ -30,7 +30,8 @@ lab_failures=0
 
 # ---- reporting ------------------------------------------------------------
 
-step() { printf '\n== %s\n' "$*"; }
+# a step's heading says when it started (s since the scenario's), for the notebook's timings
+step() { printf '\n== %s  [t=%ss]\n' "$*" "$SECONDS"; }
 info() { printf '   %s\n' "$*"; }
 pass() { printf 'ok   %s\n' "$*"; }
 # A failed check: report it, go on, fail the scenario at the end.
