@@ -20,31 +20,7 @@
 
 #include "config/config.h"
 #include "util/err.h"
-
-/* Wall time, and the process's CPU time (what other loads on the machine do not inflate). */
-struct when {
-	double wall, cpu;
-};
-
-static double secs(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static struct when now(void)
-{
-	return (struct when){ secs(CLOCK_MONOTONIC), secs(CLOCK_PROCESS_CPUTIME_ID) };
-}
-
-static struct when since(struct when t0)
-{
-	struct when t = now();
-
-	return (struct when){ t.wall - t0.wall, t.cpu - t0.cpu };
-}
+#include "clock.h"
 
 static GString *sections(long n)
 {

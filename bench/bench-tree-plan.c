@@ -16,31 +16,8 @@
 #include <glib.h>
 
 #include "shape/tree-plan.h"
-
-/* Wall time, and the process's CPU time (what other loads on the machine do not inflate). */
-struct when {
-	double wall, cpu;
-};
-
-static double secs(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static struct when now(void)
-{
-	return (struct when){ secs(CLOCK_MONOTONIC), secs(CLOCK_PROCESS_CPUTIME_ID) };
-}
-
-static struct when since(struct when t0)
-{
-	struct when t = now();
-
-	return (struct when){ t.wall - t0.wall, t.cpu - t0.cpu };
-}
+#include "clock.h"
+#include "../tests/fake-kernel.h"
 
 /* n peers with keys from a fixed seed, 10.a.b.c/32 and fd00::a:b:c/128 each, all wanted. */
 static void make_peers(size_t n, struct wg_peer **peers, struct peer_want **wants)
@@ -73,45 +50,6 @@ static void make_peers(size_t n, struct wg_peer **peers, struct peer_want **want
 		memcpy((*wants)[i].key, p->key, WG_KEY_LEN);
 		(*wants)[i].rate = 125000 + 1000 * (i % 100);
 	}
-}
-
-/* The kernel as the plan would leave it: every class with its leaf, every filter. */
-struct fake_kernel {
-	GArray *classes, *qdiscs, *filters;
-};
-
-static void kernel_from_plan(const struct tree_plan *p, struct fake_kernel *k)
-{
-	k->classes = g_array_new(false, true, sizeof(struct tc_class_info));
-	k->qdiscs = g_array_new(false, true, sizeof(struct qdisc_info));
-	k->filters = g_array_new(false, true, sizeof(struct flower_info));
-	for (guint i = 0; i < p->classes->len; i++) {
-		const struct tree_class *c = &g_array_index(p->classes, struct tree_class, i);
-		struct tc_class_info ci = { .classid = TREE_HANDLE(c->minor), .rate = c->rate,
-					    .ceil = c->ceil };
-		struct qdisc_info q = { .kind = "cake", .parent = TREE_HANDLE(c->minor),
-					.cake = c->cake };
-
-		ci.parent = c->minor == TREE_CAP_MINOR ? 0xffffffffu : TREE_HANDLE(TREE_CAP_MINOR);
-		g_array_append_val(k->classes, ci);
-		if (c->leaf)
-			g_array_append_val(k->qdiscs, q);
-	}
-	for (guint i = 0; i < p->filters->len; i++) {
-		const struct tree_filter *f = &g_array_index(p->filters, struct tree_filter, i);
-		struct flower_info fi = { .parent = TREE_HANDLE(0), .handle = i + 1, .dst = f->dst,
-					  .classid = TREE_HANDLE(f->minor) };
-
-		fi.prio = f->dst.family == AF_INET ? TREE_PRIO_V4 : TREE_PRIO_V6;
-		g_array_append_val(k->filters, fi);
-	}
-}
-
-static void kernel_free(struct fake_kernel *k)
-{
-	g_array_free(k->classes, true);
-	g_array_free(k->qdiscs, true);
-	g_array_free(k->filters, true);
 }
 
 #define ROUNDS 5

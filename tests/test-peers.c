@@ -10,6 +10,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 
+#include "fake-kernel.h"
 #include "safe-tmp.h"
 #include "shape/cake.h"
 #include "shape/engine.h"
@@ -250,45 +251,6 @@ static void test_key_canonical(void)
 			g_assert_cmpstr(back, ==, cases[i].b64);
 		}
 	}
-}
-
-/* The kernel as the plan would leave it: every class with its leaf, every filter. */
-struct fake_kernel {
-	GArray *classes, *qdiscs, *filters;
-};
-
-static void kernel_from_plan(const struct tree_plan *p, struct fake_kernel *k)
-{
-	k->classes = g_array_new(false, true, sizeof(struct tc_class_info));
-	k->qdiscs = g_array_new(false, true, sizeof(struct qdisc_info));
-	k->filters = g_array_new(false, true, sizeof(struct flower_info));
-	for (guint i = 0; i < p->classes->len; i++) {
-		const struct tree_class *c = &g_array_index(p->classes, struct tree_class, i);
-		struct tc_class_info ci = { .classid = TREE_HANDLE(c->minor), .rate = c->rate,
-					    .ceil = c->ceil };
-		struct qdisc_info q = { .kind = "cake", .parent = TREE_HANDLE(c->minor),
-					.cake = c->cake };
-
-		/* as the kernel reports them: a class at the root has TC_H_ROOT */
-		ci.parent = c->minor == TREE_CAP_MINOR ? 0xffffffffu : TREE_HANDLE(1);
-		g_array_append_val(k->classes, ci);
-		if (c->leaf)
-			g_array_append_val(k->qdiscs, q);
-	}
-	for (guint i = 0; i < p->filters->len; i++) {
-		const struct tree_filter *f = &g_array_index(p->filters, struct tree_filter, i);
-		struct flower_info fi = { .parent = TREE_HANDLE(0), .prio = 1, .handle = i + 1,
-					  .dst = f->dst, .classid = TREE_HANDLE(f->minor) };
-
-		g_array_append_val(k->filters, fi);
-	}
-}
-
-static void kernel_free(struct fake_kernel *k)
-{
-	g_array_free(k->classes, true);
-	g_array_free(k->qdiscs, true);
-	g_array_free(k->filters, true);
 }
 
 static struct tree_kernel view(const struct fake_kernel *k)
