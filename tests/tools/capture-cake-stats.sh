@@ -65,7 +65,7 @@ ip netns exec "$a" ping -q -n -f -l 400 -s 1400 -c 3000 -w 15 "$peer" >/dev/null
 
 # The rules the test checks hold exactly only for a drained queue.
 for _ in $(seq 50); do
-	ip netns exec "$a" tc -s qdisc show dev veth0 root | grep -q 'backlog 0b 0p' && break
+	ip netns exec "$a" tc -s qdisc show dev veth0 root | grep 'backlog 0b 0p' >/dev/null && break
 	sleep 0.1
 done
 

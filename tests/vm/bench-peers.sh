@@ -436,7 +436,7 @@ for n in "${SIZES[@]}"; do
 			SUMMARY+=("$(printf '%6d peers  change one rate, wgshape set        %8d ms (a process)' "$n" "$((tot / 5))")")
 		fi
 		if wgshape_timed "clear" clear wg0; then
-			info "wgshape clear wg0: $WG_MS ms; root now: $(tcs qdisc show dev wg0 | awk '/ root / { print $2; exit }')"
+			info "wgshape clear wg0: $WG_MS ms; root now: $(tcs qdisc show dev wg0 | awk '!f && / root / { print $2; f = 1 }')"
 			SUMMARY+=("$(printf '%6d peers  clear, wgshape clear                %8d ms' "$n" "$WG_MS")")
 		fi
 	fi
@@ -457,13 +457,13 @@ for n in "${SIZES[@]}"; do
 
 	step "$n peers: (b) changing one peer's rate"
 	build "$leaf"
-	before=$(tcs -s class show dev wg0 classid "1:$mid" | head -1)
+	before=$(tcs -s class show dev wg0 classid "1:$mid" | sed -n 1p)
 	t0=$(now)
 	for r in $(seq 1 20); do
 		tcs class change dev wg0 parent 1: classid "1:$mid" htb rate "$((10 + r % 2))mbit" ceil "$((10 + r % 2))mbit"
 	done
 	t1=$(now)
-	after=$(tcs -s class show dev wg0 classid "1:$mid" | head -1)
+	after=$(tcs -s class show dev wg0 classid "1:$mid" | sed -n 1p)
 	info "before: $before"
 	info "after:  $after"
 	if [ "$leaf" != none ]; then

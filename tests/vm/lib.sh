@@ -344,7 +344,7 @@ expect_same_snapshot() {
 		# through files: the lab VM has no /dev/fd for <(...)
 		echo "$2" >"$LAB_TMP/snap.before"
 		echo "$3" >"$LAB_TMP/snap.after"
-		{ diff -u "$LAB_TMP/snap.before" "$LAB_TMP/snap.after" || true; } | sed 's/^/     /' | head -40 || true
+		{ diff -u "$LAB_TMP/snap.before" "$LAB_TMP/snap.after" || true; } | sed -n '1,40s/^/     /p'
 	fi
 }
 
@@ -398,7 +398,7 @@ iperf_server() {
 	inns "$1" iperf3 -s -B "$2" -D --pidfile "$LAB_TMP/iperf3-$1.pid" >/dev/null
 	local i
 	for i in $(seq 1 50); do
-		inns "$1" ss -Hltn "sport = :5201" | grep -q . && return 0
+		inns "$1" ss -Hltn "sport = :5201" | grep . >/dev/null && return 0
 		sleep 0.1
 	done
 	die "iperf3 server in $1 did not start"

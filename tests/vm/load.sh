@@ -17,7 +17,7 @@ serve_start() {
 	ip netns exec "$ns" "$WGSHAPE" serve "$@" >/dev/null 2>"$SERVE_ERR" &
 	SERVE_PID=$!
 	for i in $(seq 1 50); do
-		inns "$ns" ss -Hltn "sport = :$SERVE_PORT" | grep -q . && {
+		inns "$ns" ss -Hltn "sport = :$SERVE_PORT" | grep . >/dev/null && {
 			info "wgshape serve${*:+ $*} running in $ns (pid $SERVE_PID)"
 			return 0
 		}
@@ -47,7 +47,7 @@ tune() {
 # tuned_rate DIR: the rate in the result line of a text `tune` run in WG_OUT
 # ("wg0 DIR: 9799Kbit (97% of ..."), tc's spelling; empty if there is none.
 tuned_rate() {
-	sed -n "s/^wg0 $1: \([0-9.]*[KMG]*bit\) (.*/\1/p" <<<"$WG_OUT" | head -1
+	sed -n "s/^wg0 $1: \([0-9.]*[KMG]*bit\) (.*/\1/p" <<<"$WG_OUT" | sed -n 1p
 }
 
 # pct A B: A as a whole percentage of B.

@@ -360,7 +360,7 @@ for r in $RUNS; do
 		expect_ge "trace: egress rows" 50 "$(grep -c ' egress ' "$TRACE" || true)"
 		expect_ge "trace: download rows" 50 "$(grep -c ' download ' "$TRACE" || true)"
 		expect_ge "trace: queue cuts (the drop was seen)" 1 "$(grep -c ' queue$' "$TRACE" || true)"
-		OUTSIDE=$(awk -v lo="$((BASE_K * 1000 / 10))" -v hi="$((BASE_K * 1000))" '!/^#/ && ($3 < lo - 1000 || $3 > hi + 1000)' "$TRACE" | head -3)
+		OUTSIDE=$(awk -v lo="$((BASE_K * 1000 / 10))" -v hi="$((BASE_K * 1000))" '!/^#/ && ($3 < lo - 1000 || $3 > hi + 1000)' "$TRACE" | sed -n 1,3p)
 		expect_eq "trace: every rate within [base/10, base] (the default range)" "" "$OUTSIDE"
 		SVG=$(lab_keep_path adapt-trace.svg)
 		[ -n "$SVG" ] || SVG=$LAB_TMP/adapt-trace.svg

@@ -33,7 +33,7 @@ export WGSHAPE_STATE_DIR=$LAB_TMP/state
 # awk that handles each line as it comes through a pipe (mawk reads ahead in
 # blocks unless told not to).
 sawk=(awk)
-if awk -W version 2>&1 | grep -q mawk; then
+if awk -W version 2>&1 | grep mawk >/dev/null; then
 	sawk=(awk -W interactive)
 fi
 
@@ -311,7 +311,7 @@ part_overrun() {
 		[[ $dev == wgo* && ${R_KIND[$dev]} == cake && ${R_BW[$dev]} == 2500000 ]] && n=$((n + 1))
 	done
 	expect_eq "wgo* with a root cake at 20mbit (tc -j)" 100 "$n"
-	[ "$n" = 100 ] || since "$lfrom" "$LOG" | grep -v ': overhead 80: auto' | head -20 | indent '   | '
+	[ "$n" = 100 ] || since "$lfrom" "$LOG" | grep -v ': overhead 80: auto' | sed -n 1,20p | indent '   | '
 	for i in $(seq -w 0 99); do lane "link del wgo$i"; done
 	barrier
 	expect_alive
@@ -457,7 +457,7 @@ expect_eq "daemon lines '<6>wgc: shaped ... after it appeared'" 200 \
 	"$(since "$lfrom0" "$LOG" | grep -c '^<6>wgc: shaped ' || true)"
 errs=$(since "$lfrom0" "$LOG" | grep -E '^<[0-3]>' || true)
 expect_eq "error lines (<0>..<3>) in the daemon log during the cycles" 0 "$(grep -c . <<<"$errs" || true)"
-[ -z "$errs" ] || sort <<<"$errs" | uniq -c | sort -rn | head -5 | sed 's/^/   | /'
+[ -z "$errs" ] || sort <<<"$errs" | uniq -c | sort -rn | sed -n '1,5s/^/   | /p'
 W3=$(since "$lfrom0" "$LOG" | grep -c '^<4>wgc: ' || true)
 info "warnings about wgc in the log during the cycles: $W3 ($(since "$lfrom0" "$LOG" | grep -m1 '^<4>wgc: ' || true))"
 FDS1=$(daemon_fds "$DPID") RSS1=$(status_kb "$DPID" VmRSS)
@@ -489,7 +489,7 @@ done
 T50_MS="(not all shaped)"
 if [ "${#seen50[@]}" = 50 ]; then
 	ts_first=$(since "$lfrom_l" "$LMON" |
-		awk '$2 != "Deleted" && $3 ~ /^wgb[0-9]+:$/ { print substr($1, 2, length($1) - 2); exit }')
+		awk '!f && $2 != "Deleted" && $3 ~ /^wgb[0-9]+:$/ { print substr($1, 2, length($1) - 2); f = 1 }')
 	T50_MS=$(ms_between "${ts_first:-$t0}" "$CAKE_TS")
 	info "ip -batch ran $(ms_between "$t0" "$t_added") ms; first link seen -> 50th cake seen: $T50_MS ms"
 fi
@@ -619,7 +619,7 @@ rtt = 50ms
 egress = 7mbit
 ingress = 82mb
 diffserv = diffserv4'
-sed 's/^/   | /' "$CONF" | head -9
+sed -n '1,9s/^/   | /p' "$CONF"
 lfrom=$(lines_of "$LOG")
 reload
 warns=$(since "$lfrom" "$LOG" | grep -E '^<4>.*(frobnicate|82mb)' || true)
@@ -788,7 +788,7 @@ fi
 # every sample names later0 but the file's own time (wgshape_metrics_updated_timestamp_seconds)
 expect_eq "wgshape metrics later0: no other interface" "" \
 	"$(grep -v '^#' "$LAB_TMP/later0.prom" | grep -v 'interface="later0"' |
-		grep -v '^wgshape_metrics_updated_timestamp_seconds ' | head -3)"
+		grep -v '^wgshape_metrics_updated_timestamp_seconds ' | sed -n 1,3p)"
 kill -TERM "$DPID"
 rc=0
 wait "$DPID" || rc=$?
@@ -819,7 +819,7 @@ cat <<EOF
 EOF
 echo "   --- the first daemon's log, 'shaped' lines and overhead warnings left out"
 grep -vE '^<6>[^ ]+: shaped [0-9.]+ ms after it appeared$|^<4>[^ ]+: overhead 80: auto: WireGuard, no peer endpoint known yet' \
-	"$LAB_TMP/daemon.log" | sed 's/^/   | /' | head -60
+	"$LAB_TMP/daemon.log" | sed -n '1,60s/^/   | /p'
 echo "   ($(grep -c '^<4>[^ ]*: overhead 80: auto: WireGuard, no peer endpoint' "$LAB_TMP/daemon.log" || true) overhead warnings for peerless interfaces)"
 
 finish

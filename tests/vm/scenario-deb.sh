@@ -104,7 +104,7 @@ expect_eq "wg0 after set: cake at 10mbit (bytes/s)" "cake 1250000" "$(root_kind 
 /usr/sbin/wgshape clear wg0 >/dev/null 2>&1 || fail "wgshape clear"
 expect_eq "wg0 after clear" noqueue "$(root_kind wg0)"
 # tune and serve come from wgshape-tune: its helper answers
-expect_match "wgshape help tune (wgshape-measure)" 'Usage: wgshape .*tune' "$(/usr/sbin/wgshape help tune 2>&1 | head -1)"
+expect_match "wgshape help tune (wgshape-measure)" 'Usage: wgshape .*tune' "$(/usr/sbin/wgshape help tune 2>&1 | sed -n 1p)"
 
 step "configured, enabled: the daemon shapes wg0"
 printf '[interface wg*]\negress = 20mbit\n\n[daemon]\nclear-on-exit = yes\n' >/etc/wgshape/wgshape.conf

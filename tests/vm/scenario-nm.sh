@@ -150,7 +150,7 @@ net_up() {
 net_down_all() {
 	local id
 	for id in "$NET5" "$NET24" "$CAFE" "$EVIL" "$NEAR"; do
-		if nm -g GENERAL.STATE connection show id "$id" 2>/dev/null | grep -q activated; then
+		if nm -g GENERAL.STATE connection show id "$id" 2>/dev/null | grep activated >/dev/null; then
 			nm -w 60 connection down id "$id" >/dev/null || die "nmcli could not deactivate '$id'"
 		fi
 	done
@@ -160,7 +160,7 @@ tun_up() {
 	nm -w 60 connection up id "$TUN" >/dev/null || die "nmcli could not activate $TUN"
 }
 tun_down() {
-	if nm -g GENERAL.STATE connection show id "$TUN" 2>/dev/null | grep -q activated; then
+	if nm -g GENERAL.STATE connection show id "$TUN" 2>/dev/null | grep activated >/dev/null; then
 		info "nmcli connection down $TUN"
 		nm -w 60 connection down id "$TUN" >/dev/null || die "nmcli could not deactivate $TUN"
 	fi

@@ -39,7 +39,7 @@ leaf_field() {
 		END { print (found && (f in v)) ? v[f] : "(none)" }'
 }
 # root_text_kind: srv wg0's root qdisc kind.
-root_text_kind() { inns srv tc qdisc show dev wg0 | awk '/ root / { print $2; exit }'; }
+root_text_kind() { inns srv tc qdisc show dev wg0 | awk '!f && / root / { print $2; f = 1 }'; }
 # filters_to CLASSID: the destinations (IPv4 and IPv6) sent to CLASSID, sorted,
 # as tc prints them (a host without /32 or /128).
 filters_to() {
@@ -82,7 +82,7 @@ expect_eq "srv wg0 root before" noqueue "$(root_text_kind)"
 
 step "one peer at 6mbit: HTB root, its class, cake leaf, IPv4 and IPv6 filters"
 expect_wgshape_ok srv set wg0 peer "$CLI_KEY" download 6mbit
-expect_eq "srv wg0 root" "htb 1:" "$(inns srv tc qdisc show dev wg0 | awk '/ root / { print $2, $3; exit }')"
+expect_eq "srv wg0 root" "htb 1:" "$(inns srv tc qdisc show dev wg0 | awk '!f && / root / { print $2, $3; f = 1 }')"
 expect_eq "class 1:10 ceil" 6Mbit "$(class_field 1:10 ceil)"
 expect_eq "class 1:10 parent" 1:1 "$(class_field 1:10 parent)"
 expect_eq "leaf of 1:10" cake "$(leaf_field 1:10 kind)"

@@ -61,7 +61,7 @@ ms_between() {
 wait_line() {
 	local secs=$1 file=$2 from=$3 re=$4 i line
 	for ((i = 0; i < secs * 50; i++)); do
-		line=$(tail -n +"$((from + 1))" "$file" | grep -m1 -E -- "$re") && {
+		line=$(tail -n +"$((from + 1))" "$file" | grep -E -- "$re" | sed -n 1p) && [ -n "$line" ] && {
 			echo "$line"
 			return 0
 		}
@@ -127,9 +127,9 @@ on_exit() {
 }
 trap on_exit EXIT
 
-info "systemd $(systemctl --version | head -n1 | cut -d' ' -f2), state $(systemctl is-system-running 2>&1 || true)," \
+info "systemd $(systemctl --version | sed -n 1p | cut -d' ' -f2), state $(systemctl is-system-running 2>&1 || true)," \
 	"system up for $(cut -d' ' -f1 /proc/uptime)s"
-info "$(systemd-analyze time 2>/dev/null | head -n1 || true)"
+info "$(systemd-analyze time 2>/dev/null | sed -n 1p || true)"
 
 # ---- install ---------------------------------------------------------------
 
@@ -216,7 +216,7 @@ show_journal wgshape.service 8
 
 step "systemd-analyze security"
 sec=$(systemd-analyze security --no-pager wgshape.service 2>&1) || true
-grep -E '✗' <<<"$sec" | sed 's/^/   | /' | head -40
+grep -E '✗' <<<"$sec" | sed -n '1,40s/^/   | /p' || true
 info "$(grep -E 'Overall exposure level' <<<"$sec")"
 
 # ---- ip link add -------------------------------------------------------------

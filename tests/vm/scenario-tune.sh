@@ -139,8 +139,8 @@ search_step() {
 wait_drained() {
 	local i
 	for i in $(seq 1 150); do
-		inns srv tc -s qdisc show dev veth-srv | grep -q 'backlog 0b 0p' &&
-			inns cli tc -s qdisc show dev veth-cli | grep -q 'backlog 0b 0p' && return 0
+		inns srv tc -s qdisc show dev veth-srv | grep 'backlog 0b 0p' >/dev/null &&
+			inns cli tc -s qdisc show dev veth-cli | grep 'backlog 0b 0p' >/dev/null && return 0
 		sleep 0.1
 	done
 	info "the line's queues were not empty after 15 s"
@@ -494,7 +494,7 @@ CONF
 	ip netns exec srv "$WGSHAPE" -c "$LAB_TMP/srv.conf" daemon >"$LAB_TMP/srv-daemon.log" 2>&1 &
 	SRV_DAEMON=$!
 	for i in $(seq 1 100); do
-		[ "$(htb_class_field srv wg0 1:10 ceil)" = 20Mbit ] && inns srv ss -Hlun 'sport = :4781' | grep -q . && {
+		[ "$(htb_class_field srv wg0 1:10 ceil)" = 20Mbit ] && inns srv ss -Hlun 'sport = :4781' | grep . >/dev/null && {
 			info "srv: wgshape daemon (pid $SRV_DAEMON), cli's class 1:10 at 20Mbit"
 			return 0
 		}
