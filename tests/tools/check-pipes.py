@@ -46,8 +46,11 @@ def findings(path, text):
     while i < len(lines):
         n, code = i + 1, lines[i].strip()
         i += 1
-        # a pipeline continued on the next line: judge it whole
-        while re.search(r"\|\s*\\?$", code) and i < len(lines):
+        # a pipeline continued on the next line, or a quoted program (awk's)
+        # that goes on over lines: judge it whole
+        while i < len(lines) and not code.startswith("#") and (
+                re.search(r"\|\s*\\?$", code) or
+                (re.search(r"\b(awk|sed)\b[^']*'", code) and code.count("'") % 2)):
             code = code.rstrip("\\ ") + " " + lines[i].strip()
             i += 1
         if code.startswith("#") or re.search(r"\|\|\s*true\s*(\)|;|$)", code):
@@ -67,6 +70,7 @@ def self_test():
         "t=$(tail f | awk '/a/ { print; exit }')",
         "tail f | grep -m1 x",
         "t=$(tail f |\n\tawk '/a/ { exit }')",
+        "tc show | awk '\n/x/ { print; exit }\nEND { }'",
         "cat f | sed -n '/x/{p;q}'",
     ]
     good = [

@@ -554,7 +554,7 @@ htb_class_field() {
 htb_class_for() {
 	inns "$1" tc filter show dev "$2" parent 1: 2>/dev/null | awk -v a="$3" '
 		/classid/ { cur = ""; for (i = 1; i < NF; i++) if ($i == "classid") cur = $(i + 1) }
-		$1 == "dst_ip" && $2 == a && cur != "" { print cur; found = 1; exit }
+		!found && $1 == "dst_ip" && $2 == a && cur != "" { print cur; found = 1 }
 		END { if (!found) print "(none)" }'
 }
 

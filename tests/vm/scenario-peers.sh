@@ -290,16 +290,16 @@ peer_class() {
 # text: iproute2 6.1 has no JSON for HTB classes).
 class_bytes() {
 	tcs -s class show dev wg0 | awk -v c="$1" '
-		$1 == "class" { mine = ($3 == c) } mine && $1 == "Sent" { print $2; exit }'
+		$1 == "class" { mine = ($3 == c) } !f && mine && $1 == "Sent" { print $2; f = 1 }'
 }
 
 # default_class: the default class of srv wg0's HTB root (1:fffe in rows 4
 # and 5; wgshape picks its own), empty without one. (Text: iproute2 6.1's -j
 # prints nothing for an HTB root with a size table.)
 default_class() {
-	tcs qdisc show dev wg0 | awk '$2 == "htb" && / root / {
+	tcs qdisc show dev wg0 | awk '!f && $2 == "htb" && / root / {
 		for (i = 4; i < NF; i++) if ($i == "default") { d = $(i + 1); sub(/^0x/, "", d)
-			split($3, h, ":"); print h[1] ":" d; exit } }'
+			split($3, h, ":"); print h[1] ":" d; f = 1; break } }'
 }
 
 # path_counts: "BYTES1 BYTES2 DEFAULT WG0TX" now: each client's class
