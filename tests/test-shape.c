@@ -144,11 +144,78 @@ static void test_egress_decide_all(void)
 	}
 }
 
+/*
+ * When one peer's rate is one class change message: only its rate asked,
+ * on a tree without a cap, the peer with a class and the same cake options.
+ */
+static void test_peer_rate_only(void)
+{
+	struct peer_want have[2] = {
+		{ .key = { 1 }, .rate = 750000, .minor = 0x10 },
+		{ .key = { 2 }, .rate = 250000, .minor = 0x11, .opts.has = CAKE_HAS_RTT,
+		  .options = "rtt 50ms" },
+	};
+	struct peer_want unplaced = { .key = { 3 }, .rate = 1000 };
+	struct {
+		const char *what;
+		uint8_t key;
+		uint64_t rate;
+		bool rtt; /* the request's own cake option, as peer 2 has it */
+		int change; /* 1: egress named, 2: options, 3: overhead auto, 4: a cap, 5: no tree,
+			       6: two peers, 7: PEERS_ALL */
+		uint16_t want;
+	} t[] = {
+		{ "a rate", 1, 500000, false, 0, 0x10 },
+		{ "the same rate", 1, 750000, false, 0, 0x10 },
+		{ "with its own cake option, as before", 2, 500000, true, 0, 0x11 },
+		{ "off", 1, 0, false, 0, 0 },
+		{ "a cake option added", 1, 500000, true, 0, 0 },
+		{ "its cake option dropped", 2, 500000, false, 0, 0 },
+		{ "a peer not in the state", 9, 500000, false, 0, 0 },
+		{ "a peer with no class yet", 3, 500000, false, 0, 0 },
+		{ "egress named too", 1, 500000, false, 1, 0 },
+		{ "options for the interface", 1, 500000, false, 2, 0 },
+		{ "overhead auto", 1, 500000, false, 3, 0 },
+		{ "a tree with a cap", 1, 500000, false, 4, 0 },
+		{ "one cake, no tree", 1, 500000, false, 5, 0 },
+		{ "two peers", 1, 500000, false, 6, 0 },
+		{ "every peer (apply)", 1, 500000, false, 7, 0 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		struct shape_state st = { .egress = true, .tree = true };
+		struct peer_want w[2] = { { .key = { t[i].key }, .rate = t[i].rate } };
+		struct shape_request req = { .peers_action = PEERS_ONE, .peers = w, .n_peers = 1 };
+
+		st.peers = g_array_new(false, true, sizeof(struct peer_want));
+		g_array_append_vals(st.peers, have, G_N_ELEMENTS(have));
+		g_array_append_val(st.peers, unplaced);
+		if (t[i].rtt) {
+			w[0].opts.has = CAKE_HAS_RTT;
+			g_strlcpy(w[0].options, "rtt 50ms", sizeof(w[0].options));
+		}
+		switch (t[i].change) {
+		case 1: req.egress = DIR_SET; break;
+		case 2: req.opts.has = CAKE_HAS_DIFFSERV; break;
+		case 3: req.overhead_auto = true; break;
+		case 4: st.cap = 1250000; break;
+		case 5: st.tree = false; break;
+		case 6: w[1] = have[1]; req.n_peers = 2; break;
+		case 7: req.peers_action = PEERS_ALL; break;
+		}
+		if (g_test_verbose())
+			g_test_message("%s", t[i].what);
+		g_assert_cmpuint(peer_rate_only(&st, &req), ==, t[i].want);
+		g_array_free(st.peers, true);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/shape/ifb-name", test_ifb_name);
 	g_test_add_func("/shape/egress-decide", test_egress_decide);
 	g_test_add_func("/shape/egress-decide-all", test_egress_decide_all);
+	g_test_add_func("/shape/peer-rate-only", test_peer_rate_only);
 	return g_test_run();
 }

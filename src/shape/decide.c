@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * egress_decide: pure, so that every transition `set` makes on egress is
- * tested by table (tests/test-shape.c).
+ * egress_decide and peer_rate_only: pure, so that every transition `set`
+ * makes on egress, and when a peer's rate is one message, are tested by
+ * table (tests/test-shape.c).
  */
+#include <string.h>
+
 #include "shape/decide.h"
 
 static enum egress_step step_to(enum egress_form now, enum egress_form form)
@@ -43,4 +46,25 @@ struct egress_decision egress_decide(enum egress_form now, bool has_cap, enum di
 	}
 	d.step = step_to(now, d.form);
 	return d;
+}
+
+uint16_t peer_rate_only(const struct shape_state *st, const struct shape_request *req)
+{
+	const struct peer_want *w = req->peers;
+
+	if (req->peers_action != PEERS_ONE || req->n_peers != 1 || !w->rate ||
+	    req->egress != DIR_KEEP || req->ingress != DIR_KEEP || req->opts.has ||
+	    req->overhead_auto || !st->egress || !st->tree || st->cap || !st->peers)
+		return 0;
+	for (guint i = 0; i < st->peers->len; i++) {
+		const struct peer_want *old = &g_array_index(st->peers, struct peer_want, i);
+
+		if (memcmp(old->key, w->key, WG_KEY_LEN) != 0)
+			continue;
+		/* other cake options: the leaf changes too */
+		if (old->opts.has != w->opts.has || strcmp(old->options, w->options) != 0)
+			return 0;
+		return old->minor;
+	}
+	return 0;
 }

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "util/log.h"
+#include "shape/decide.h"
 #include "shape/overhead.h"
 #include "shape/shape.h"
 #include "shape/state.h"
@@ -345,6 +346,46 @@ static int state_commit(const char *statedir, const char *ifname, const struct s
 	return r;
 }
 
+/*
+ * One peer's rate alone (peer_rate_only says when): one HTB class change
+ * message and the state, with nothing read from the kernel (no WireGuard
+ * dump, no tree dump, no overhead check: the overhead stays what the state
+ * says). 1 when the request is of another kind, or the kernel refuses the
+ * change (the class is gone, the root is not ours): the full path then
+ * plans the tree against what the kernel has and says what is wrong.
+ */
+static int peer_rate_in_place(struct netlink *nl, const char *statedir, const char *ifname,
+			      const struct link_info *link, struct shape_state *st,
+			      const struct shape_request *req)
+{
+	uint16_t minor = peer_rate_only(st, req);
+	uint64_t rate, was = 0;
+	int r;
+
+	if (!minor)
+		return 1;
+	rate = MIN(req->peers[0].rate, TREE_RATE_UNLIMITED);
+	for (guint i = 0; i < st->peers->len && !was; i++)
+		if (g_array_index(st->peers, struct peer_want, i).minor == minor)
+			was = MIN(g_array_index(st->peers, struct peer_want, i).rate,
+				  TREE_RATE_UNLIMITED);
+	r = netlink_htb_class_set(nl, link->ifindex, TREE_HANDLE(minor),
+				  TREE_HANDLE(TREE_CAP_MINOR), rate, rate, QDISC_CHANGE);
+	if (r < 0) {
+		log_debug("%s: class 1:%x: change in place: %s; planning the tree", ifname, minor,
+			  *netlink_ext_msg(nl) ? netlink_ext_msg(nl) : strerror(-r));
+		return 1;
+	}
+	shape_peers_update(st, req);
+	r = state_commit(statedir, ifname, req, st, st->overhead);
+	if (r < 0 && was)
+		netlink_htb_class_set(nl, link->ifindex, TREE_HANDLE(minor),
+				      TREE_HANDLE(TREE_CAP_MINOR), was, was, QDISC_CHANGE);
+	else if (r == 0)
+		log_debug("%s: class 1:%x changed in place", ifname, minor);
+	return r;
+}
+
 int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	      const struct shape_request *req)
 {
@@ -361,6 +402,9 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	r = link_and_state(nl, statedir, ifname, &link, &st, stale_ifb);
 	if (r < 0)
 		return r;
+	r = stale_ifb[0] ? 1 : peer_rate_in_place(nl, statedir, ifname, &link, &st, req);
+	if (r <= 0)
+		goto out;
 
 	r = directions(ifname, &st, req->peers_action != PEERS_KEEP, &eg, &in);
 	if (r < 0)

@@ -4,11 +4,13 @@
 # Per-peer download shaping on the server's wg0, as the kernel holds it:
 # `set wg0 peer KEY download RATE` makes an HTB root, a class per peer with
 # a cake leaf and flower filters by AllowedIPs (IPv4 and IPv6); traffic to the
-# client goes through its class at its rate; a rate change keeps the class
-# and its counters; another peer leaves the first untouched; under the
-# daemon, peers and AllowedIPs changed with `wg set` are followed; overlapping
-# and catch-all AllowedIPs go to the default class with a warning; `clear`
-# puts back what was there; bad input changes nothing. Checked with tc -j.
+# client goes through its class at its rate; a rate change is one class
+# change message (tc monitor) and keeps the class and its counters; with
+# the tree gone, it plans the tree again; another peer leaves the first
+# untouched; under the daemon, peers and AllowedIPs changed with `wg set`
+# are followed; overlapping and catch-all AllowedIPs go to the default class
+# with a warning; `clear` puts back what was there; bad input changes
+# nothing. Checked with tc -j.
 . "$(dirname "$0")/lib.sh"
 
 need_wgshape
@@ -115,14 +117,41 @@ inns srv ping -6 -c 5 -i 0.2 -q "$CLI_TUN6" >/dev/null
 expect_ge "class 1:10 packets after 5 pings over IPv6 (the IPv6 filter)" "$((p1 + 5))" \
 	"$(class_field 1:10 packets)"
 
-step "a rate change: the same class and leaf, counters kept"
+step "a rate change: one class change message; the same class and leaf, counters kept"
 leaf=$(leaf_field 1:10 handle)
-expect_wgshape_ok srv set wg0 peer "$CLI_KEY" download 3mbit
+# what the kernel announces while set runs: a stamped tc monitor, bracketed
+# by a marker qdisc on a dummy link (seen: the monitor has everything before)
+inns srv ip link add mark0 type dummy
+stamped_monitor srv "$LAB_TMP/rate.mon"
+inns srv tc qdisc add dev mark0 root handle 7: pfifo
+stamped_wait 10 "$LAB_TMP/rate.mon" 0 'dev mark0 root' >/dev/null || fail "the monitor did not see the marker"
+from=$(wc -l <"$LAB_TMP/rate.mon")
+expect_wgshape_ok srv -v set wg0 peer "$CLI_KEY" download 3mbit
+inns srv tc qdisc del dev mark0 root
+stamped_wait 10 "$LAB_TMP/rate.mon" "$from" 'deleted qdisc pfifo 7: dev mark0' >/dev/null ||
+	fail "the monitor did not see the second marker"
+seen=$(tail -n +"$((from + 1))" "$LAB_TMP/rate.mon" | grep -v 'dev mark0' | cut -d' ' -f2- || true)
+info "tc monitor while set ran:"
+sed 's/^/     | /' <<<"$seen"
+expect_eq "kernel changes while set ran (tc monitor)" 1 "$(grep -c . <<<"$seen" || true)"
+expect_match "that change" '^class htb 1:10 dev wg0 parent 1:1 .* ceil 3Mbit ' "$seen"
+expect_match "wgshape -v: changed in place" 'class 1:10 changed in place' "$WG_ERR"
+kill "$STAMPED_PID" 2>/dev/null || true
+inns srv ip link del mark0
 expect_eq "class 1:10 ceil after" 3Mbit "$(class_field 1:10 ceil)"
 expect_eq "leaf of 1:10 handle" "$leaf" "$(leaf_field 1:10 handle)"
 expect_ge "class 1:10 bytes kept" "$b1" "$(class_field 1:10 bytes)"
 down=$(iperf_rate cli "$SRV_TUN4" 6 -P 2 -R)
 expect_between "download after the change (bit/s)" 1200000 3150000 "$down"
+
+step "the tree deleted by hand: a rate change finds no class and plans the tree again"
+inns srv tc qdisc del dev wg0 root
+expect_wgshape_ok srv -v set wg0 peer "$CLI_KEY" download 3mbit
+expect_match "wgshape -v: the change in place refused, the tree planned" 'planning the tree' "$WG_ERR"
+expect_eq "srv wg0 root" "htb 1:" "$(inns srv tc qdisc show dev wg0 | awk '!f && / root / { print $2, $3; f = 1 }')"
+expect_eq "class 1:10 ceil" 3Mbit "$(class_field 1:10 ceil)"
+expect_eq "leaf of 1:10" cake "$(leaf_field 1:10 kind)"
+expect_eq "filters to 1:10" "$CLI_TUN4 $CLI_TUN6 " "$(filters_to 1:10)"
 
 step "a second peer: its own class; the first untouched"
 K2=$(new_key)
