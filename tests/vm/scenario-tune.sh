@@ -9,9 +9,12 @@
 # WGSHAPE_LAB_CAPACITY caps the measured capacity, to run it as a slower
 # machine would.
 #
-#   scenario-tune.sh egress   tune cli's upload against `wgshape serve` in srv:
-#                             -j over a hand-set cake (no save: exactly as
-#                             before), then text + save (applied); iperf3 + ping
+#   scenario-tune.sh egress   tune cli's upload against `wgshape serve` in srv,
+#                             cli running `wgshape daemon` enforcing 30% of the
+#                             line on wg0: a SIGKILLed tune (the daemon puts it
+#                             back when it ends), then -j tune save plot (it
+#                             measures the line; the saved rate stays after the
+#                             daemon reloads); iperf3 + ping
 #   scenario-tune.sh ingress  tune cli's download (IFB); no save: as before;
 #                             iperf3 -R + ping with the result set
 #   scenario-tune.sh seed     the seed's layout: srv tunes its own egress toward
@@ -20,8 +23,12 @@
 #                             tunnel set down, the tunnel deleted; unreachable far
 #                             end, a route outside the tunnel, serve without a
 #                             tunnel address
-#   scenario-tune.sh http     both directions against lighttpd (download) and a
-#                             python3 POST sink (upload), ping for latency
+#   scenario-tune.sh http [both|ingress]
+#                             against lighttpd (download) and a python3 POST
+#                             sink (upload), ping for latency: both directions
+#                             (the default, benchmark tune-http), or the
+#                             download alone (vm-tune-http; the upload load is
+#                             tests/test-measure.c's against its own server)
 #   scenario-tune.sh deep     egress on a deep buffer (3.6 s), 40 ms each way; then
 #                             iperf3 + ping for 25 s (a slowly growing queue shows)
 #   scenario-tune.sh client   tune cli's download shaped at srv (`tune wg0 client
@@ -31,10 +38,6 @@
 #   scenario-tune.sh compare  (benchmark) the same line tuned both ways, client
 #                             download (at the server) and ingress (IFB at cli),
 #                             each checked with iperf3 -R + ping: figures only
-#   scenario-tune.sh daemon   cli runs `wgshape daemon` enforcing 30% of the line
-#                             on wg0: a SIGKILLed tune (the daemon puts it back when
-#                             it ends), then tune save (measures the line; the
-#                             saved rate stays after the daemon reloads)
 #
 # The checks after tuning use tools that are not ours: iperf3 with 4 parallel
 # streams through the tunnel and ping. They assert: added latency p95 <= 15 ms,
@@ -149,25 +152,57 @@ wait_drained() {
 # ---- parts ------------------------------------------------------------------
 
 part_egress() {
-	local before after json n
+	local conf=$LAB_TMP/etc/wgshape.conf json n held pid rc kb
 	setup
 	serve_start srv
 	step "unshaped upload through the bloated line"
 	idle_rtt cli "$SRV_TUN4"
 	unshaped cli "$SRV_TUN4"
 
-	step "-j tune wg0 egress over a hand-set cake (tc, 3mbit), no save"
-	inns cli tc qdisc replace dev wg0 root cake bandwidth 3mbit
-	before=$(shaping cli)
-	tune cli -j tune wg0 egress server "$SRV_TUN4"
-	after=$(shaping cli)
-	expect_eq "-j tune egress: exit status" 0 "$WG_RC"
+	# A VPN server runs wgshape.service (the daemon, enforce = yes): tune must
+	# not have the daemon put the configured cake back under it, and what tune
+	# saves must stay. The daemon enforces 30% of the line, which tune must see
+	# past.
+	held=$(($(rate_bytes "$LINE_RATE") * 3 / 10))
+	mkdir -p "$LAB_TMP/etc"
+	printf '[interface wg0]\negress = %dbit\n\n[interface bar*]\negress = 1mbit\n' $((held * 8)) >"$conf"
+	DLOG=$LAB_TMP/daemon.log
+	ip netns exec cli "$WGSHAPE" -c "$conf" daemon >"$DLOG" 2>&1 &
+	DAEMON_PID=$!
+	daemon_wait 20 'running' || die "the daemon did not start: $(cat "$DLOG")"
+	expect_cake cli wg0 bandwidth="$held"
+
+	step "SIGKILL a tune during a search step: the daemon puts the configured cake back"
+	TUNE_OPTS="-c $conf" mid_tune egress wg0 "$held" '' second_tune_then_kill
+	pid=$TUNE_PID
+	expect_match "daemon: held off while tune ran" "wg0: wgshape tune \\(pid $pid\\) is measuring it" "$(cat "$DLOG")"
+	daemon_wait 30 "wg0: wgshape tune \\(pid $pid\\) ended" ||
+		fail "the daemon did not see the killed tune end within 30 s"
+	daemon_barrier 1
+	expect_cake cli wg0 bandwidth="$held"
+
+	step "-j tune wg0 egress save plot FILE under the daemon: tune measures the line, the saved rate stays"
+	tune cli -c "$conf" -j tune wg0 egress server "$SRV_TUN4" save plot "$LAB_TMP/tune.svg"
+	expect_eq "-j tune egress save: exit status" 0 "$WG_RC"
 	json=$WG_OUT
 	if jq -e . >/dev/null 2>&1 <<<"$json"; then pass "-j output parses with jq"; else fail "-j output does not parse: $json"; fi
 	n=$(jq -r '.[0].steps | length' <<<"$json" 2>/dev/null || echo 0)
 	expect_ge "-j tune egress: steps" 2 "$n"
 	expect_eq "-j tune egress: outcome" "done" "$(jq -r '.[0].outcome' <<<"$json" 2>/dev/null)"
-	expect_same_snapshot "tune without save over a hand-set cake" "$before" "$after"
+	# saved in kbit, rounded down: what the daemon applies after its reload
+	kb=$(($(jq -r '.[0].rate // 0' <<<"$json" 2>/dev/null || echo 0) / 1000))
+	TUNED=${kb}Kbit
+	info "tuned rate $TUNED in $TUNE_SECS s"
+	expect_ge "tuned rate under the daemon (bit/s; the daemon enforces $(mbit $((held * 8))))" \
+		$((held * 8 * 2)) $((kb * 1000))
+	expect_match "saved in the configuration's conf.d" "^\\[interface wg0\\]" \
+		"$(grep -v '^#' "$LAB_TMP/etc/conf.d/90-tune.conf" 2>&1)"
+	expect_match "saved: the egress rate" "^egress=${kb}kbit\$" \
+		"$(grep '^egress' "$LAB_TMP/etc/conf.d/90-tune.conf" 2>&1)"
+	daemon_wait 30 'wg0: wgshape tune \(pid [0-9]+\) ended: reloading' ||
+		fail "the daemon did not see tune end within 30 s"
+	daemon_barrier 2
+	expect_cake cli wg0 bandwidth=$((kb * 125))
 	# responsiveness: the load's own round trips were sampled (TCP_INFO), RPM is
 	# the mean of the two parts, and the bloated line's is far below a shaped step's
 	expect_ge "-j tune egress: unshaped rpm_loaded (the load's own RTTs sampled)" 1 \
@@ -176,29 +211,26 @@ part_egress() {
 		"$(jq -r '.[0].steps[] | select(((.rpm_foreign + .rpm_loaded) / 2 - .rpm) | fabs > 1) | .rate' <<<"$json" 2>/dev/null)"
 	expect_ge "-j tune egress: the best step's RPM over 3 x the unshaped line's" 0 \
 		"$(jq -r '.[0] | ([.steps[].rpm] | max) - 3 * .unshaped.rpm' <<<"$json" 2>/dev/null || echo -1)"
-	FIGURES+=("egress -j run, responsiveness: $(jq -r '.[0] | "unshaped \(.unshaped.rpm) RPM (foreign \(.unshaped.rpm_foreign), loaded \(.unshaped.rpm_loaded)); shaped steps \([.steps[].rpm] | min)-\([.steps[].rpm] | max) RPM"' <<<"$json" 2>/dev/null)")
-	FIGURES+=("egress -j run: $(jq -r '.[0] | "rate \(.rate / 1e6) Mbit/s vs unshaped goodput \(.unshaped.goodput / 1e6) Mbit/s, \(.steps | length) steps, \(.seconds | floor) s"' <<<"$json" 2>/dev/null); wall $TUNE_SECS s")
-
-	step "tune wg0 egress save plot FILE, from no shaping"
-	inns cli tc qdisc del dev wg0 root
-	tune cli tune wg0 egress server "$SRV_TUN4" save plot "$LAB_TMP/tune.svg"
-	expect_tuned_text "tune egress save" egress
-	expect_match "tune egress save: saved" '^saved in .*/90-tune\.conf' "$WG_OUT"
-	expect_cake cli wg0 bandwidth="$(($(rate_bits "$TUNED") / 8))"
 	# the chart: well-formed SVG, a dot per shaped step for the median added
 	# latency and one for the goodput, the tuned rate marked
-	n=$(grep -cE '^ +(search|confirm) ' <<<"$WG_OUT" || true)
 	expect_eq "plot: dots (2 per shaped step) in an SVG that parses" "$((2 * n))" \
 		"$(python3 -c 'import sys, xml.etree.ElementTree as E
 print(sum(1 for _ in E.parse(sys.argv[1]).getroot().iter("{http://www.w3.org/2000/svg}circle")))' \
 			"$LAB_TMP/tune.svg" 2>&1)"
 	expect_match "plot: the tuned rate marked" '>tuned [0-9.]+ Mbit/s<' "$(cat "$LAB_TMP/tune.svg")"
-	expect_wgshape_ok cli show wg0
-	expect_match "show: where the rate came from" 'set by: .*90-tune\.conf' "$WG_OUT"
-	FIGURES+=("egress text run: tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct "$(rate_bits "$TUNED")" "$UNSHAPED_GOODPUT")%), $TUNE_SECS s")
+	# the daemon applied it: show names the section (its header's file and
+	# line), not conf.d/90-tune.conf where the rate came from
+	expect_wgshape_ok cli -c "$conf" show wg0
+	expect_match "show: set by the daemon's configuration" "set by: config $conf:1\$" "$WG_OUT"
+	FIGURES+=("egress -j run, responsiveness: $(jq -r '.[0] | "unshaped \(.unshaped.rpm) RPM (foreign \(.unshaped.rpm_foreign), loaded \(.unshaped.rpm_loaded)); shaped steps \([.steps[].rpm] | min)-\([.steps[].rpm] | max) RPM"' <<<"$json" 2>/dev/null)")
+	FIGURES+=("egress under the daemon (it enforced $(mbit $((held * 8)))): tuned $TUNED vs unshaped iperf3 $(mbit "$UNSHAPED_GOODPUT") ($(pct $((kb * 1000)) "$UNSHAPED_GOODPUT")%), $n steps, $TUNE_SECS s")
 
-	step "iperf3 upload + ping with the tuned rate (applied by save)"
+	step "iperf3 upload + ping with the tuned rate (saved, applied by the daemon)"
 	verify cli "$SRV_TUN4" 90 "egress (cli upload) at $TUNED"
+	rc=0
+	kill -TERM "$DAEMON_PID" && wait "$DAEMON_PID" || rc=$?
+	expect_eq "daemon: exit status after SIGTERM" 0 "$rc"
+	sed -n 's/^<[0-9]>/   daemon: /p' "$DLOG" | grep -E 'tune|reload|wg0' || true
 	figures
 }
 
@@ -386,9 +418,6 @@ daemon_barrier() {
 	inns cli ip link del "bar$1"
 }
 
-# A VPN server runs wgshape.service (the daemon, enforce = yes): tune must not
-# have the daemon put the configured cake back under it, and what tune saves
-# must stay.
 # second_tune_then_kill: while mid_tune's tune runs, a second is refused
 # naming it; then SIGKILL the first (nothing of its own puts shaping back).
 second_tune_then_kill() {
@@ -397,46 +426,6 @@ second_tune_then_kill() {
 	expect_match "a second tune on wg0 meanwhile: stderr" \
 		"^wgshape: wg0: another wgshape tune \\(pid $TUNE_PID\\) is measuring it\$" "$WG_ERR"
 	signal_tune KILL
-}
-
-part_daemon() {
-	local conf=$LAB_TMP/etc/wgshape.conf pid rc held
-	setup
-	serve_start srv
-	# the daemon enforces 30% of the line, which tune must see past
-	held=$(($(rate_bytes "$LINE_RATE") * 3 / 10))
-	mkdir -p "$LAB_TMP/etc"
-	printf '[interface wg0]\negress = %dbit\n\n[interface bar*]\negress = 1mbit\n' $((held * 8)) >"$conf"
-	DLOG=$LAB_TMP/daemon.log
-	ip netns exec cli "$WGSHAPE" -c "$conf" daemon >"$DLOG" 2>&1 &
-	DAEMON_PID=$!
-	daemon_wait 20 'running' || die "the daemon did not start: $(cat "$DLOG")"
-	expect_cake cli wg0 bandwidth="$held"
-
-	step "SIGKILL a tune during a search step: the daemon puts the configured cake back"
-	TUNE_OPTS="-c $conf" mid_tune egress wg0 "$held" '' second_tune_then_kill
-	pid=$TUNE_PID
-	expect_match "daemon: held off while tune ran" "wg0: wgshape tune \\(pid $pid\\) is measuring it" "$(cat "$DLOG")"
-	daemon_wait 30 "wg0: wgshape tune \\(pid $pid\\) ended" ||
-		fail "the daemon did not see the killed tune end within 30 s"
-	daemon_barrier 1
-	expect_cake cli wg0 bandwidth="$held"
-
-	step "tune wg0 egress save under the daemon: tune measures the line, the saved rate stays"
-	tune cli -c "$conf" tune wg0 egress server "$SRV_TUN4" save
-	expect_tuned_text "tune under the daemon" egress
-	expect_ge "tuned rate under the daemon (bit/s; the daemon enforces $(mbit $((held * 8))))" \
-		$((held * 8 * 2)) "$(rate_bits "$TUNED")"
-	daemon_wait 30 'wg0: wgshape tune \(pid [0-9]+\) ended: reloading' ||
-		fail "the daemon did not see tune end within 30 s"
-	daemon_barrier 2
-	expect_cake cli wg0 bandwidth="$(($(rate_bits "$TUNED") / 8))"
-	rc=0
-	kill -TERM "$DAEMON_PID" && wait "$DAEMON_PID" || rc=$?
-	expect_eq "daemon: exit status after SIGTERM" 0 "$rc"
-	sed -n 's/^<[0-9]>/   daemon: /p' "$DLOG" | grep -E 'tune|reload|wg0' || true
-	FIGURES+=("under the daemon: tuned $TUNED in $TUNE_SECS s (the daemon enforced $(mbit $((held * 8))) before)")
-	figures
 }
 
 # The deep line: 40 ms each way and 30 packets of buffer per Mbit/s (3.6 s
@@ -600,7 +589,12 @@ http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H).serve_foreve
 '
 
 part_http() {
-	local before after json
+	local dir=${1:-both} before after json want
+	case "$dir" in
+	both) want="done done" ;;
+	ingress) want=done ;;
+	*) die "scenario-tune.sh http: both or ingress, not '$dir'" ;;
+	esac
 	need_tools lighttpd python3
 	setup
 	step "lighttpd (download: a 2 GB sparse file) and a python3 POST sink in srv"
@@ -625,19 +619,19 @@ EOF
 
 	idle_rtt cli "$SRV_TUN4"
 	before=$(shaping cli)
-	tune cli -j tune wg0 both download "http://$SRV_TUN4:8080/big" \
+	tune cli -j tune wg0 "$dir" download "http://$SRV_TUN4:8080/big" \
 		upload "http://$SRV_TUN4:8081/upload" ping "$SRV_TUN4"
 	after=$(shaping cli)
 	json=$WG_OUT
-	expect_eq "tune both against lighttpd + POST sink: exit" 0 "$WG_RC"
-	expect_eq "directions done" "done done" "$(jq -r '[.[].outcome] | join(" ")' <<<"$json" 2>/dev/null)"
-	expect_same_snapshot "tune both without save" "$before" "$after"
+	expect_eq "tune $dir against lighttpd + POST sink: exit" 0 "$WG_RC"
+	expect_eq "directions done" "$want" "$(jq -r '[.[].outcome] | join(" ")' <<<"$json" 2>/dev/null)"
+	expect_same_snapshot "tune $dir without save" "$before" "$after"
 	FIGURES+=("http (lighttpd + sink, ping): $(jq -r '.[] | "\(.direction) \(.rate / 1e6) Mbit/s vs unshaped \(.unshaped.goodput / 1e6) (\(.steps | length) steps, \(.seconds | floor) s)"' <<<"$json" 2>/dev/null | paste -sd';')")
 	figures
 }
 
 case "$part" in
-egress | ingress | seed | errors | http | daemon | sweep | deep | client | compare) "part_$part" "$@" ;;
-*) die "scenario-tune.sh: egress|ingress|seed|errors|http|daemon|deep|client|compare, not '$part'" ;;
+egress | ingress | seed | errors | http | sweep | deep | client | compare) "part_$part" "$@" ;;
+*) die "scenario-tune.sh: egress|ingress|seed|errors|http|deep|client|compare, not '$part'" ;;
 esac
 finish
