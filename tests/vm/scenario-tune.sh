@@ -51,6 +51,7 @@
 . "$LAB_DIR/load.sh"
 
 part=${1:-egress}
+[ $# -eq 0 ] || shift # what follows is the part's own
 LINE_RATE=10mbit LINE_DELAY=10ms LINE_LIMIT=1000
 ADDED_P95_MAX=15
 
