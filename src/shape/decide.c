@@ -48,14 +48,15 @@ struct egress_decision egress_decide(enum egress_form now, bool has_cap, enum di
 	return d;
 }
 
-uint16_t peer_rate_only(const struct shape_state *st, const struct shape_request *req)
+const struct peer_want *peer_rate_only(const struct shape_state *st,
+				       const struct shape_request *req)
 {
 	const struct peer_want *w = req->peers;
 
 	if (req->peers_action != PEERS_ONE || req->n_peers != 1 || !w->rate ||
 	    req->egress != DIR_KEEP || req->ingress != DIR_KEEP || req->opts.has ||
 	    req->overhead_auto || !st->egress || !st->tree || st->cap || !st->peers)
-		return 0;
+		return NULL;
 	for (guint i = 0; i < st->peers->len; i++) {
 		const struct peer_want *old = &g_array_index(st->peers, struct peer_want, i);
 
@@ -63,8 +64,8 @@ uint16_t peer_rate_only(const struct shape_state *st, const struct shape_request
 			continue;
 		/* other cake options: the leaf changes too */
 		if (old->opts.has != w->opts.has || strcmp(old->options, w->options) != 0)
-			return 0;
-		return old->minor;
+			return NULL;
+		return old->minor ? old : NULL;
 	}
-	return 0;
+	return NULL;
 }

@@ -54,12 +54,14 @@ struct egress_decision egress_decide(enum egress_form now, bool has_cap, enum di
 				     enum dir_action asked, bool peers);
 
 /*
- * The class of the one peer whose rate alone req changes on st's tree, so
- * that the change is one class change message (src/shape/shape.c): its cake
- * leaf is unlimited, and without a cap no other class is scaled by its rate.
- * 0 when req asks more (a direction, options, the overhead, off, another
- * cake for the peer), the tree has a cap, or the peer has no class yet.
+ * The peer in st (with its class) whose rate alone req changes on st's
+ * tree, so that the change is one class change message (src/shape/shape.c):
+ * its cake leaf is unlimited, and without a cap no other class is scaled by
+ * its rate. NULL when req asks more (a direction, options, the overhead,
+ * off, another cake for the peer), the tree has a cap, or the peer has no
+ * class yet.
  */
-uint16_t peer_rate_only(const struct shape_state *st, const struct shape_request *req);
+const struct peer_want *peer_rate_only(const struct shape_state *st,
+				       const struct shape_request *req);
 
 #endif

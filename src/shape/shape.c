@@ -358,17 +358,17 @@ static int peer_rate_in_place(struct netlink *nl, const char *statedir, const ch
 			      const struct link_info *link, struct shape_state *st,
 			      const struct shape_request *req)
 {
-	uint16_t minor = peer_rate_only(st, req);
-	uint64_t rate, was = 0;
+	const struct peer_want *old = peer_rate_only(st, req);
+	uint64_t rate, was;
+	uint16_t minor;
 	int r;
 
-	if (!minor)
+	if (!old)
 		return 1;
+	/* old is st's: shape_peers_update below replaces it */
+	minor = old->minor;
+	was = MIN(old->rate, TREE_RATE_UNLIMITED);
 	rate = MIN(req->peers[0].rate, TREE_RATE_UNLIMITED);
-	for (guint i = 0; i < st->peers->len && !was; i++)
-		if (g_array_index(st->peers, struct peer_want, i).minor == minor)
-			was = MIN(g_array_index(st->peers, struct peer_want, i).rate,
-				  TREE_RATE_UNLIMITED);
 	r = netlink_htb_class_set(nl, link->ifindex, TREE_HANDLE(minor),
 				  TREE_HANDLE(TREE_CAP_MINOR), rate, rate, QDISC_CHANGE);
 	if (r < 0) {
@@ -378,7 +378,7 @@ static int peer_rate_in_place(struct netlink *nl, const char *statedir, const ch
 	}
 	shape_peers_update(st, req);
 	r = state_commit(statedir, ifname, req, st, st->overhead);
-	if (r < 0 && was)
+	if (r < 0)
 		netlink_htb_class_set(nl, link->ifindex, TREE_HANDLE(minor),
 				      TREE_HANDLE(TREE_CAP_MINOR), was, was, QDISC_CHANGE);
 	else if (r == 0)
