@@ -42,6 +42,7 @@ struct daemon {
 	struct rate_server *rates; /* the rate channel's server side; NULL: off */
 	guint rate_src[2];
 	guint lease_timer; /* the next end of a client's lease */
+	int64_t lease_next; /* when (lease_now()'s clock); 0: no timer */
 	guint renew_timer; /* this host's own requests, as a client, to renew */
 	/* adapters.c */
 	GHashTable *adapters;  /* ifname -> struct adapter: adapt = yes (daemon/adapter.h) */

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <glib.h>
 #include <glib-unix.h>
 
@@ -13,6 +14,7 @@
 #include "channel/lease.h"
 #include "channel/server.h"
 #include "daemon/internal.h"
+#include "shape/shape.h"
 #include "shape/state.h"
 #include "util/log.h"
 
@@ -66,6 +68,7 @@ static void leases_sweep(struct daemon *d)
 	if (d->lease_timer)
 		g_source_remove(d->lease_timer);
 	d->lease_timer = next ? g_timeout_add_seconds((guint)(next - now), on_lease_end, d) : 0;
+	d->lease_next = next;
 }
 
 static gboolean on_lease_end(gpointer data)
@@ -75,6 +78,28 @@ static gboolean on_lease_end(gpointer data)
 	d->lease_timer = 0; /* removed by returning G_SOURCE_REMOVE */
 	leases_sweep(d);
 	return G_SOURCE_REMOVE;
+}
+
+/*
+ * A granted rate, on the peer's class alone where that is all reconciling
+ * would change (shape_peer_rate): not while a tune holds ifname or profiles
+ * decide for it. 1: reconcile instead.
+ */
+static int granted_in_place(struct daemon *d, const char *ifname, const uint8_t *key,
+			    uint64_t rate)
+{
+	g_autoptr(GPtrArray) profs = g_ptr_array_new();
+	pid_t holder;
+
+	if (!rate)
+		return 1; /* back to the configured rate, or no class at all */
+	holder = state_holder(d->opts->statedir, ifname);
+	if (holder > 0 && holder != getpid())
+		return 1;
+	config_networks_for(d->cfg, ifname, profs);
+	if (profs->len)
+		return 1;
+	return shape_peer_rate(d->nl, d->opts->statedir, ifname, key, rate, SOURCE_LEASE);
 }
 
 /* A client asks for its download rate: grant what the policy allows, and shape it now. */
@@ -103,7 +128,9 @@ static void on_rate_request(void *ud, const char *ifname, const uint8_t *key, ui
 	r = lease_put(d->opts->statedir, ifname, key, ans->status == RATE_DEFAULT ? 0 : granted,
 		      now + d->cfg->client_lease + 1, now);
 	if (r == 0) {
-		r = reconcile_iface(&rc, ifname);
+		r = granted_in_place(d, ifname, key, ans->status == RATE_DEFAULT ? 0 : granted);
+		if (r == 1)
+			r = reconcile_iface(&rc, ifname);
 		/* not shaped as granted: no lease to apply later behind the client's back */
 		if (r < 0 && ans->status != RATE_DEFAULT)
 			lease_put(d->opts->statedir, ifname, key, 0, 0, now);
@@ -117,7 +144,10 @@ static void on_rate_request(void *ud, const char *ifname, const uint8_t *key, ui
 		ans->rate = granted;
 		ans->lease = d->cfg->client_lease;
 	}
-	leases_sweep(d);
+	/* a renewal ends no sooner than the lease the timer waits for: no need to look again */
+	if (!d->lease_timer || ans->status == RATE_DEFAULT ||
+	    now + d->cfg->client_lease + 1 < d->lease_next)
+		leases_sweep(d);
 }
 
 static gboolean on_rate_fd(gint fd, GIOCondition cond, gpointer data)

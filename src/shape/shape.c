@@ -386,6 +386,38 @@ static int peer_rate_in_place(struct netlink *nl, const char *statedir, const ch
 	return r;
 }
 
+int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname,
+		    const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source)
+{
+	struct shape_state st = { 0 };
+	struct shape_request req = { .peers_action = PEERS_ONE, .n_peers = 1 };
+	struct peer_want w = { 0 };
+	struct link_info link;
+	char stale_ifb[IFNAME_SIZE], own[sizeof(st.source)];
+	int r;
+
+	r = link_and_state(nl, statedir, ifname, &link, &st, stale_ifb);
+	if (r < 0)
+		goto out;
+	r = 1;
+	if (stale_ifb[0])
+		goto out;
+	for (guint i = 0; st.peers && i < st.peers->len; i++)
+		if (!memcmp(g_array_index(st.peers, struct peer_want, i).key, key, WG_KEY_LEN))
+			w = g_array_index(st.peers, struct peer_want, i);
+	if (!w.minor || !rate)
+		goto out;
+	w.rate = rate;
+	text_copy(w.source, sizeof(w.source), source);
+	text_copy(own, sizeof(own), st.source); /* state_commit writes st.source from it */
+	req.peers = &w;
+	req.source = own;
+	r = peer_rate_in_place(nl, statedir, ifname, &link, &st, &req);
+out:
+	shape_state_clear(&st);
+	return r;
+}
+
 int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	      const struct shape_request *req)
 {

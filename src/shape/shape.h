@@ -56,6 +56,15 @@ void shape_ifb_name(const char *ifname, char out[IFNAME_SIZE]);
 int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
 	      const struct shape_request *req);
 /*
+ * One peer's rate in ifname's tree, and nothing else: one HTB class change
+ * and the state (the peer's entry takes source; the interface's own source
+ * stays). 0 done; 1 when it is not that case (the peer has no class, the
+ * tree has a cap, the kernel refused the change): nothing changed, plan the
+ * tree instead; < 0 an error (said).
+ */
+int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname,
+		    const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source);
+/*
  * Remove both directions and put back what was there. Idempotent. For an
  * interface that is gone, removes its IFB and state.
  */
