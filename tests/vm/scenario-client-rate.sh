@@ -310,8 +310,22 @@ expect_eq "8mbit: class rate" 8Mbit "$(class_field "$C1" rate)"
 expect_ge "8mbit: class bytes kept (were $B0)" "$B0" "$(class_field "$C1" bytes)"
 expect_download "8mbit" 8
 B0=$(class_field "$C1" bytes)
+mon_from=$(wc -l <"$MONF") log_from=$(wc -l <"$DLOG")
 ask cli "$C1" 4Mbit set wg0 client download 4mbit
 expect_eq "4mbit: exit" 0 "$WG_RC"
+# what the kernel announced for the request: the monitor up to a marker qdisc
+# on a dummy link put there after the answer (the monitor has all before it)
+inns srv ip link add mark0 type dummy
+inns srv tc qdisc add dev mark0 root handle 7: pfifo
+stamped_wait 10 "$MONF" "$mon_from" 'dev mark0 root' >/dev/null || fail "the monitor did not see the marker"
+seen=$(tail -n +"$((mon_from + 1))" "$MONF" | grep -v 'dev mark0' | cut -d' ' -f2- || true)
+inns srv ip link del mark0
+info "tc monitor while srv served the request:"
+sed 's/^/     | /' <<<"$seen"
+expect_eq "4mbit: kernel changes for the request (tc monitor)" 1 "$(grep -c . <<<"$seen" || true)"
+expect_match "4mbit: that change" "^class htb $C1 dev wg0 .* ceil 4Mbit " "$seen"
+expect_match "4mbit: the daemon changed the class in place" "class $C1 changed in place" \
+	"$(tail -n +"$((log_from + 1))" "$DLOG")"
 expect_match "4mbit: the answer" 'applied: 4 ?Mbit' "$WG_OUT"
 expect_match "4mbit: class change within a second of wgshape's start (ms)" '^[0-9]{1,3}$' "$CHANGE_MS"
 FIG+=("4mbit: class $CHANGE_MS ms, answer $ASK_MS ms")
