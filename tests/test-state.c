@@ -92,6 +92,160 @@ static void test_roundtrip(void)
 }
 
 /*
+ * The state this process wrote or read last is taken again without a parse
+ * while the file's text is the same; any other text (another process's
+ * change, a torn file) is parsed, and a copy given out is the caller's own.
+ */
+static void test_cache(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
+	g_autofree char *text = NULL, *edited = NULL;
+	struct shape_state st = { .ifindex = 5, .egress = true, .tree = true }, back = { 0 };
+	struct peer_want w = { .rate = 1250000, .minor = 0x10 };
+	g_auto(GStrv) parts = NULL;
+
+	g_strlcpy(st.orig_kind, "noqueue", sizeof(st.orig_kind));
+	g_strlcpy(st.source, "config /etc/wgshape/wgshape.conf:1", sizeof(st.source));
+	st.peers = g_array_new(false, true, sizeof(struct peer_want));
+	memset(w.key, 7, sizeof(w.key));
+	g_strlcpy(w.name, "phone", sizeof(w.name));
+	g_strlcpy(w.source, "client lease", sizeof(w.source));
+	g_array_append_val(st.peers, w);
+	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+
+	/* as written; the copy is the caller's to change */
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_cmpuint(back.peers->len, ==, 1);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 1250000);
+	g_assert_true(back.peers != st.peers);
+	g_array_index(back.peers, struct peer_want, 0).rate = 1;
+	shape_state_clear(&back);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 1250000);
+	g_assert_cmpstr(g_array_index(back.peers, struct peer_want, 0).name, ==, "phone");
+	shape_state_clear(&back);
+
+	/* another process changed the file: its text is read, not the one kept */
+	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+	parts = g_strsplit(text, "rate=1250000", 2);
+	g_assert_cmpuint(g_strv_length(parts), ==, 2);
+	edited = g_strjoinv("rate=2500000", parts);
+	g_assert_true(g_file_set_contents(path, edited, -1, NULL));
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 2500000);
+	shape_state_clear(&back);
+	/* and that text is now the one kept: the same again */
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 2500000);
+	shape_state_clear(&back);
+
+	/* torn: refused, whatever was kept */
+	g_assert_true(g_file_set_contents(path, "[egress]\noriginal-handle=1\n", -1, NULL));
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, -EBADMSG);
+	/* removed, then the first text put back by hand: read as any file */
+	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, -ENOENT);
+	g_assert_true(g_file_set_contents(path, text, -1, NULL));
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 1250000);
+	shape_state_clear(&back);
+
+	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
+	safe_tmp_rm(dir);
+	shape_state_clear(&st);
+}
+
+static void assert_same_state(const struct shape_state *a, const struct shape_state *b)
+{
+	g_assert_cmpint(a->ifindex, ==, b->ifindex);
+	g_assert_cmpint(a->egress, ==, b->egress);
+	g_assert_cmpstr(a->orig_kind, ==, b->orig_kind);
+	g_assert_cmphex(a->orig_handle, ==, b->orig_handle);
+	g_assert_cmpmem(a->orig_options, a->orig_options_len, b->orig_options, b->orig_options_len);
+	g_assert_cmpint(a->ingress, ==, b->ingress);
+	g_assert_cmpstr(a->ifb, ==, b->ifb);
+	g_assert_cmpstr(a->overhead_reason, ==, b->overhead_reason);
+	g_assert_cmpint(a->overhead, ==, b->overhead);
+	g_assert_cmpstr(a->source, ==, b->source);
+	g_assert_cmpint(a->tree, ==, b->tree);
+	g_assert_cmpuint(a->cap, ==, b->cap);
+	g_assert_cmpmem(&a->tree_opts, sizeof(a->tree_opts), &b->tree_opts, sizeof(b->tree_opts));
+	g_assert_cmpint(!a->peers, ==, !b->peers);
+	for (guint i = 0; a->peers && i < MAX(a->peers->len, b->peers->len); i++) {
+		const struct peer_want *x = &g_array_index(a->peers, struct peer_want, i);
+		const struct peer_want *y = &g_array_index(b->peers, struct peer_want, i);
+
+		g_assert_cmpuint(a->peers->len, ==, b->peers->len);
+		g_assert_cmpmem(x->key, WG_KEY_LEN, y->key, WG_KEY_LEN);
+		g_assert_cmpstr(x->name, ==, y->name);
+		g_assert_cmpuint(x->rate, ==, y->rate);
+		g_assert_cmpmem(&x->opts, sizeof(x->opts), &y->opts, sizeof(y->opts));
+		g_assert_cmpstr(x->options, ==, y->options);
+		g_assert_cmpstr(x->source, ==, y->source);
+		g_assert_cmpuint(x->minor, ==, y->minor);
+	}
+}
+
+/*
+ * What a load gives from what this process wrote is what a new process
+ * parsing the file gets, also for a state that says more than its file
+ * keeps: options left behind by a direction taken off, a peer's words
+ * without their cake options, an empty list of peers.
+ */
+static void test_cache_as_parsed(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
+	static const unsigned char opts[] = { 1, 2, 3 };
+
+	for (int k = 0; k < 4; k++) {
+		struct shape_state st = { .ifindex = 9, .overhead = 60 }, hit = { 0 }, parsed = { 0 };
+		struct peer_want w = { .rate = 500000, .minor = 0x12 };
+		g_autofree char *text = NULL;
+		gsize len = 0;
+
+		memset(w.key, 3, sizeof(w.key));
+		g_strlcpy(st.orig_kind, "fq_codel", sizeof(st.orig_kind));
+		st.orig_options = g_memdup2(opts, sizeof(opts));
+		st.orig_options_len = sizeof(opts);
+		g_strlcpy(st.ifb, "ifb4wg0", sizeof(st.ifb));
+		st.tree = true;
+		st.cap = 99;
+		st.peers = g_array_new(false, true, sizeof(struct peer_want));
+		switch (k) {
+		case 0: /* ingress alone: the egress side's fields are not in the file */
+			st.ingress = true;
+			break;
+		case 1: /* a tree: a peer's words, their cake options not filled in */
+			st.egress = true;
+			g_strlcpy(w.options, "diffserv4 ack-filter", sizeof(w.options));
+			g_array_append_val(st.peers, w);
+			break;
+		case 2: /* egress without a tree, no IFB: an empty list of peers */
+			st.egress = true;
+			st.tree = false;
+			break;
+		default: /* a peer whose words are gone but whose options stayed */
+			st.egress = true;
+			w.opts.has = ~0u;
+			g_array_append_val(st.peers, w);
+			break;
+		}
+		g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+		g_assert_cmpint(state_load(dir, "wg0", &hit), ==, 0);
+		g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+		g_assert_cmpint(state_parse(text, len, &parsed), ==, 0);
+		assert_same_state(&hit, &parsed);
+		shape_state_clear(&hit);
+		shape_state_clear(&parsed);
+		shape_state_clear(&st);
+	}
+	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
+	safe_tmp_rm(dir);
+}
+
+/*
  * A state file as earlier builds wrote it, a peer's name and source cut
  * inside a character (issue 28, item 10): both still read, the source still
  * the configuration's (GLib alone gives no value, and the source read "set").
@@ -370,6 +524,8 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/state/ifname", test_ifname);
 	g_test_add_func("/state/roundtrip", test_roundtrip);
+	g_test_add_func("/state/cache", test_cache);
+	g_test_add_func("/state/cache-as-parsed", test_cache_as_parsed);
 	g_test_add_func("/state/refuses", test_refuses);
 	g_test_add_func("/state/cut-utf8", test_cut_utf8);
 	g_test_add_func("/state/hold", test_hold);

@@ -40,6 +40,8 @@ struct shape_state {
 char *state_dir_for_netns(const char *base);
 
 void shape_state_clear(struct shape_state *st);
+/* A copy of from that owns its own memory (clear it as any other). */
+void state_copy(const struct shape_state *from, struct shape_state *to);
 /*
  * -ENOENT when there is no state for ifname; -EPERM, -EINVAL, -EFBIG (logged)
  * when the folder or the file is not fit to take orders from: others can
