@@ -347,7 +347,14 @@ static void test_gate_index(void)
 
 	/* never dumped: dump first */
 	g_assert_cmpint(gate_from(g, "10.0.0.2", t, key), ==, -ESTALE);
+	g_assert_false(gate_fresh(g, IFX, t, GATE_DECIDE_AGE));
 	gate_index(g, IFX, peers, 2, t);
+	/* a request is decided by the index for GATE_DECIDE_AGE, then by a dump */
+	g_assert_true(gate_fresh(g, IFX, t, GATE_DECIDE_AGE));
+	g_assert_true(gate_fresh(g, IFX, t + GATE_DECIDE_AGE - 0.01, GATE_DECIDE_AGE));
+	g_assert_false(gate_fresh(g, IFX, t + GATE_DECIDE_AGE, GATE_DECIDE_AGE));
+	g_assert_false(gate_fresh(g, IFX, t - 0.5, GATE_DECIDE_AGE));
+	g_assert_false(gate_fresh(g, IFX + 1, t, GATE_DECIDE_AGE));
 	/* the index copied them: the dump may go */
 	peers_free(peers, 2);
 	g_assert_cmpint(gate_from(g, "10.0.0.2", t, key), ==, 0);

@@ -130,6 +130,13 @@ int gate_peer(const struct gate *g, int ifindex, int family, const uint8_t *addr
 	return 0;
 }
 
+bool gate_fresh(const struct gate *g, int ifindex, double now, double max_age)
+{
+	const struct iface *f = g_hash_table_lookup(g->ifaces, GINT_TO_POINTER(ifindex));
+
+	return f && now >= f->at && now - f->at < max_age;
+}
+
 static bool shared_take(struct shared *s, double now, unsigned int limit)
 {
 	double second = (double)(int64_t)now; /* now >= 0: a monotonic clock */

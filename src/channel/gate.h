@@ -20,7 +20,7 @@
 
 #include "netlink/kernel.h"
 
-/* Every rate request costs two netlink dumps: at most this many a second, from everyone. */
+/* Rate requests carried out (each a class change, or the tree reconciled), from everyone. */
 #define GATE_RATES_PER_SECOND 100u
 /* Timed probes cost no dump: at most this many a second, from everyone. */
 #define GATE_PROBES_PER_SECOND 2000u
@@ -28,6 +28,13 @@
 #define GATE_INDEX_MAX_AGE 5.0
 /* ... or than this when a source no peer holds came in (a peer added, AllowedIPs moved). */
 #define GATE_INDEX_MISS_AGE 1.0
+/*
+ * A rate request is carried out for the peer the index names when the index
+ * is younger than this; else after a dump of its own. So requests cost at
+ * most one dump a second an interface, and a peer's AllowedIPs moved to
+ * another are the new holder's at most this long after.
+ */
+#define GATE_DECIDE_AGE 1.0
 
 enum gate_kind {
 	GATE_RATE, /* a rate request: channel/policy.h's rate bucket */
@@ -56,6 +63,9 @@ void gate_index(struct gate *g, int ifindex, const struct wg_peer *peers, size_t
  */
 int gate_peer(const struct gate *g, int ifindex, int family, const uint8_t *addr, double now,
 	      uint8_t key[WG_KEY_LEN]);
+
+/* Was ifindex's index dumped less than max_age seconds before now? */
+bool gate_fresh(const struct gate *g, int ifindex, double now, double max_age);
 
 /*
  * Charge one datagram of kind to key's peer on ifindex at now: its own

@@ -29,6 +29,9 @@ struct rate_server {
 	void *ud;
 	struct gate *gate; /* each datagram's peer, and its budgets (channel/gate.h) */
 	GHashTable *kinds; /* ifindex -> struct link_kind: is it WireGuard, as last looked */
+	struct addr_info *addrs; /* this host's addresses, as dumped at addrs_at (now_s) */
+	size_t n_addrs;
+	double addrs_at;
 };
 
 /* What an interface was when last looked at (at most a second ago). */
@@ -141,6 +144,7 @@ void rate_server_close(struct rate_server *s)
 			close(s->fd[i]);
 	gate_free(s->gate);
 	g_hash_table_unref(s->kinds);
+	g_free(s->addrs);
 	g_free(s);
 }
 
@@ -199,19 +203,33 @@ static int receive(int fd, struct dgram *d)
 	return 0;
 }
 
+static double now_s(void)
+{
+	return (double)g_get_monotonic_time() / G_USEC_PER_SEC;
+}
+
 /*
  * Was d sent to one of its interface's own addresses, from an address that
- * is none of this host's (a peer's, not the host talking to itself)?
+ * is none of this host's (a peer's, not the host talking to itself)? The
+ * addresses as dumped at most GATE_DECIDE_AGE before.
  */
-static bool addresses_ok(struct netlink *nl, const struct dgram *d, const uint8_t *from)
+static bool addresses_ok(struct rate_server *s, const struct dgram *d, const uint8_t *from)
 {
-	g_autofree struct addr_info *addrs = NULL;
-	size_t n = 0, len = d->family == AF_INET ? 4 : 16;
+	size_t len = d->family == AF_INET ? 4 : 16;
+	const struct addr_info *addrs;
+	double now = now_s();
 	bool to_ok = false;
 
-	if (netlink_addr_list(nl, &addrs, &n) < 0)
-		return false;
-	for (size_t i = 0; i < n; i++) {
+	if (!s->addrs_at || now < s->addrs_at || now - s->addrs_at >= GATE_DECIDE_AGE) {
+		g_clear_pointer(&s->addrs, g_free);
+		s->n_addrs = 0;
+		s->addrs_at = 0;
+		if (netlink_addr_list(s->nl, &s->addrs, &s->n_addrs) < 0)
+			return false;
+		s->addrs_at = now;
+	}
+	addrs = s->addrs;
+	for (size_t i = 0; i < s->n_addrs; i++) {
 		if (addrs[i].family != d->family)
 			continue;
 		if (!memcmp(addrs[i].addr, from, len))
@@ -240,11 +258,6 @@ static bool wireguard_link(struct rate_server *s, int ifindex)
 		       !strcmp(link.kind, "wireguard");
 	k->at = now;
 	return k->wireguard;
-}
-
-static double now_s(void)
-{
-	return (double)g_get_monotonic_time() / G_USEC_PER_SEC;
 }
 
 /*
@@ -439,9 +452,19 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 					     "in no peer's AllowedIPs");
 		return;
 	}
-	/* The dump that decides, also the index's next. */
+	if (!if_indextoname((unsigned int)d->ifindex, ifname))
+		return;
+	/* The index decides while it is young (GATE_DECIDE_AGE); else a dump, also the index's next. */
+	if (gate_fresh(s->gate, d->ifindex, now_s(), GATE_DECIDE_AGE)) {
+		if (addresses_ok(s, d, src))
+			answer_request(s, fd, d, &req, r, ifname, from, key);
+		else
+			log_debug("rate channel: %s: request from %s: not to the interface's own "
+				  "address, or from this host; dropped", ifname, from);
+		return;
+	}
 	gate_dump(s, d->ifindex, &peers, &n);
-	if (!n || !if_indextoname((unsigned int)d->ifindex, ifname)) {
+	if (!n) {
 		wg_peers_free(peers, n);
 		return;
 	}
@@ -449,7 +472,7 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 	/* its AllowedIPs moved between the index and now: charged to another peer */
 	if (who >= 0 && memcmp(peers[who].key, key, WG_KEY_LEN))
 		who = -ESTALE;
-	if (who >= 0 && !addresses_ok(s->nl, d, src))
+	if (who >= 0 && !addresses_ok(s, d, src))
 		who = -EADDRNOTAVAIL;
 	if (who < 0)
 		log_debug("rate channel: %s: request from %s: %s; dropped", ifname, from,
