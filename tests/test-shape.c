@@ -3,10 +3,13 @@
  * What the shaping engine decides without a kernel: the IFB's name, and
  * what `set` does to egress (egress_decide).
  */
+#include <errno.h>
 #include <string.h>
+#include <glib/gstdio.h>
 #include <glib.h>
 
 #include "shape/decide.h"
+#include "shape/memory.h"
 #include "shape/shape.h"
 #include "util/ifname.h"
 
@@ -212,6 +215,67 @@ static void test_peer_rate_only(void)
 	}
 }
 
+/*
+ * The memory check before cake leaves (issue 27): refused when the leaves
+ * would take more than what is available above the reserve (64 MiB, or a
+ * sixteenth of the machine), a warning over half of that.
+ */
+static void test_leaves_fit(void)
+{
+	static const struct {
+		uint64_t n, avail_mib, total_mib;
+		enum leaves_fit want;
+		uint64_t reserve_mib;
+	} rows[] = {
+		{ 0, 0, 1024, LEAVES_FIT, 64 }, /* nothing to make: nothing to check */
+		{ 10, 800, 1024, LEAVES_FIT, 64 },
+		{ 368, 800, 1024, LEAVES_FIT, 64 }, /* 368 MiB of 736: just half */
+		{ 369, 800, 1024, LEAVES_TIGHT, 64 },
+		{ 736, 800, 1024, LEAVES_TIGHT, 64 }, /* all of the room */
+		{ 737, 800, 1024, LEAVES_REFUSED, 64 },
+		{ 1001, 800, 1024, LEAVES_REFUSED, 64 }, /* 1,000 peers in a 1 GiB VM */
+		{ 1001, 3000, 4096, LEAVES_FIT, 256 }, /* bench-peers' 4 GiB VM */
+		{ 1, 60, 512, LEAVES_REFUSED, 64 }, /* under the reserve already */
+		{ 10000, 12000, 32768, LEAVES_REFUSED, 2048 }, /* 10,000 peers, 32 GiB */
+		{ 10000, 15000, 65536, LEAVES_TIGHT, 4096 },
+		{ 10000, 30000, 65536, LEAVES_FIT, 4096 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
+		struct leaves_need x;
+		enum leaves_fit got = leaves_fit(rows[i].n, rows[i].avail_mib << 10,
+						 rows[i].total_mib << 10, &x);
+
+		g_test_message("row %zu: %" G_GUINT64_FORMAT " leaves, %" G_GUINT64_FORMAT
+			       " MiB available", i, rows[i].n, rows[i].avail_mib);
+		g_assert_cmpint(got, ==, rows[i].want);
+		g_assert_cmpuint(x.reserve_kib, ==, rows[i].reserve_mib << 10);
+		g_assert_cmpuint(x.need_kib, ==, rows[i].n * CAKE_LEAF_KIB);
+	}
+}
+
+static void test_meminfo(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("wgshape-meminfo-XXXXXX", NULL);
+	g_autofree char *path = g_build_filename(dir, "meminfo", NULL);
+	uint64_t avail = 0, total = 0;
+
+	g_assert_nonnull(dir);
+	g_assert_true(g_file_set_contents(path, "MemTotal:        1004332 kB\n"
+						"MemFree:          601224 kB\n"
+						"MemAvailable:     712200 kB\n"
+						"Buffers:            2048 kB\n", -1, NULL));
+	g_assert_cmpint(meminfo_read(path, &avail, &total), ==, 0);
+	g_assert_cmpuint(avail, ==, 712200);
+	g_assert_cmpuint(total, ==, 1004332);
+	/* a kernel before 3.14 has no MemAvailable: no check, not a guess */
+	g_assert_true(g_file_set_contents(path, "MemTotal: 1004332 kB\nMemFree: 1 kB\n", -1, NULL));
+	g_assert_cmpint(meminfo_read(path, &avail, &total), ==, -ENODATA);
+	g_assert_cmpint(g_unlink(path), ==, 0);
+	g_assert_cmpint(meminfo_read(path, &avail, &total), <, 0);
+	g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -219,5 +283,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/shape/egress-decide", test_egress_decide);
 	g_test_add_func("/shape/egress-decide-all", test_egress_decide_all);
 	g_test_add_func("/shape/peer-rate-only", test_peer_rate_only);
+	g_test_add_func("/shape/leaves-fit", test_leaves_fit);
+	g_test_add_func("/shape/meminfo", test_meminfo);
 	return g_test_run();
 }

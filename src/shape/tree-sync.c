@@ -5,11 +5,13 @@
  * them out.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
+#include "shape/memory.h"
 #include "shape/tree-plan.h"
 #include "shape/tree-sync.h"
 
@@ -113,6 +115,42 @@ static int ops_run(struct netlink *nl, const struct link_info *link, GArray *ops
 	return 0;
 }
 
+/*
+ * Will the cake leaves ops adds fit in the machine's memory (shape/memory.h)?
+ * 0, with a warning when tight; -ENOMEM (said) when not: nothing is made.
+ */
+static int leaves_check(const struct link_info *link, GArray *ops)
+{
+	uint64_t n = 0, avail, total;
+	struct leaves_need x;
+
+	for (guint i = 0; i < ops->len; i++)
+		n += g_array_index(ops, struct tree_op, i).kind == TREE_LEAF_ADD;
+	if (!n)
+		return 0;
+	if (meminfo_read("/proc/meminfo", &avail, &total) < 0) {
+		log_debug("%s: no MemAvailable in /proc/meminfo: cake leaves not checked "
+			  "against memory", link->name);
+		return 0;
+	}
+	switch (leaves_fit(n, avail, total, &x)) {
+	case LEAVES_REFUSED:
+		log_err("%s: %" PRIu64 " new cake leaves would take about %" PRIu64 " MiB of kernel "
+			"memory; %" PRIu64 " MiB is available, %" PRIu64 " MiB of it kept free: not "
+			"made (fewer peers with a rate of their own, or more memory)", link->name, n,
+			x.need_kib >> 10, avail >> 10, x.reserve_kib >> 10);
+		return -ENOMEM;
+	case LEAVES_TIGHT:
+		log_warn("%s: %" PRIu64 " new cake leaves take about %" PRIu64 " MiB of kernel memory, "
+			 "over half of the %" PRIu64 " MiB available", link->name, n,
+			 x.need_kib >> 10, avail >> 10);
+		return 0;
+	case LEAVES_FIT:
+		break;
+	}
+	return 0;
+}
+
 int tree_sync(struct netlink *nl, const struct link_info *link, struct tree_input *in,
 	      bool say_warnings, unsigned int *changes)
 {
@@ -149,7 +187,9 @@ int tree_sync(struct netlink *nl, const struct link_info *link, struct tree_inpu
 		for (guint i = 0; i < plan.warnings->len; i++)
 			log_warn("%s: %s", link->name, (char *)plan.warnings->pdata[i]);
 	log_debug("%s: per-peer shaping: %u changes", link->name, ops->len);
-	r = ops_run(nl, link, ops);
+	r = leaves_check(link, ops);
+	if (r == 0)
+		r = ops_run(nl, link, ops);
 out:
 	if (!given)
 		wg_peers_free(k.peers, k.n_peers);

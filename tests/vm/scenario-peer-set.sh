@@ -9,7 +9,8 @@
 # the tree gone, it plans the tree again; another peer leaves the first
 # untouched; under the daemon, peers and AllowedIPs changed with `wg set`
 # are followed; overlapping and catch-all AllowedIPs go to the default class
-# with a warning; `clear` puts back what was there; bad input changes
+# with a warning; more cake leaves than the VM's memory holds are refused
+# before any is made; `clear` puts back what was there; bad input changes
 # nothing. Checked with tc -j.
 . "$(dirname "$0")/lib.sh"
 
@@ -216,6 +217,26 @@ expect_eq "filters to 1:12 gone" "" "$(filters_to 1:12)"
 kill "$DPID"
 wait "$DPID" 2>/dev/null || true
 sed 's/^/   daemon: /' "$LOG"
+
+step "more cake leaves than this VM's memory holds: refused before any is made, nothing changed"
+# cake takes about 1 MiB a leaf when made (bench-peers); a peer more than
+# MemAvailable has MiB can never fit, whatever the VM's size
+mem=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+many=$((mem + 50))
+info "MemAvailable $mem MiB: $many peers with a rate of their own"
+python3 -c 'import base64, os, sys
+for i in range(int(sys.argv[1])):
+    print(base64.b64encode(os.urandom(32)).decode(), "10.%d.%d.%d/32" % (64 + i // 62500, i // 250 % 250, 1 + i % 250))' "$many" >"$LAB_TMP/many.txt"
+awk '{ printf "peer %s allowed-ips %s\n", $1, $2 }' "$LAB_TMP/many.txt" |
+	xargs -r -n 1500 sh -c 'ip netns exec srv wg set wg0 "$@"' wg
+{
+	printf '[interface wg0]\negress = 20mbit\n'
+	awk '{ printf "\n[peer m%d]\npublic-key = %s\ndownload = 2mbit\n", NR, $1 }' "$LAB_TMP/many.txt"
+} >"$LAB_TMP/many.conf"
+expect_wgshape_fails srv "wg0: [0-9]+ new cake leaves would take about [0-9]+ MiB of kernel memory; [0-9]+ MiB is available" \
+	-c "$LAB_TMP/many.conf" apply wg0
+awk '{ printf "peer %s remove\n", $1 }' "$LAB_TMP/many.txt" |
+	xargs -r -n 1500 sh -c 'ip netns exec srv wg set wg0 "$@"' wg
 
 step "clear puts back what was there"
 expect_wgshape_ok srv clear wg0
