@@ -29,6 +29,12 @@ static inline void kernel_from_plan(const struct tree_plan *p, struct fake_kerne
 		struct qdisc_info q = { .kind = "cake", .parent = TREE_HANDLE(c->minor),
 					.cake = c->cake };
 
+		if (c->qdisc == TREE_QDISC_FQ_CODEL) {
+			g_strlcpy(q.kind, "fq_codel", sizeof(q.kind));
+			memset(&q.cake, 0, sizeof(q.cake));
+			q.fq_flows = c->flows;
+		}
+
 		/* as the kernel reports them: a class at the root has TC_H_ROOT */
 		ci.parent = c->minor == TREE_CAP_MINOR ? 0xffffffffu : TREE_HANDLE(TREE_CAP_MINOR);
 		g_array_append_val(k->classes, ci);

@@ -513,7 +513,8 @@ static void test_plan_scale(void)
 	struct tree_kernel kv;
 	struct fake_kernel k;
 	struct tree_plan p;
-	struct tree_input in = { peers, SCALE_PEERS, NULL, 0, 50000000, { 0 } };
+	/* every leaf cake, as ref_diff plans them (test_leaves has the other kinds) */
+	struct tree_input in = { peers, SCALE_PEERS, NULL, 0, 50000000, { 0 }, PEER_LEAF_CAKE };
 	g_autoptr(GArray) ops = g_array_new(false, true, sizeof(struct tree_op));
 	g_autoptr(GArray) want_ops = g_array_new(false, true, sizeof(struct tree_op));
 	guint n_classes = 2, shaped = 0;
@@ -749,7 +750,9 @@ static void test_state(void)
 	w.minor = 0x11;
 	g_strlcpy(w.name, "laptop", sizeof(w.name));
 	g_strlcpy(w.source, "config /etc/wgshape/wgshape.conf:7", sizeof(w.source));
-	g_strlcpy(w.options, "diffserv4 ack-filter", sizeof(w.options));
+	g_strlcpy(w.options, "diffserv4 ack-filter leaf cake", sizeof(w.options));
+	w.activity = PEER_IDLE;
+	st.tree_leaf = PEER_LEAF_FQ_CODEL;
 	st.peers = g_array_new(false, true, sizeof(struct peer_want));
 	g_array_append_val(st.peers, w);
 	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
@@ -766,10 +769,134 @@ static void test_state(void)
 	g_assert_cmpstr(b->source, ==, w.source);
 	g_assert_true(b->opts.has & CAKE_HAS_DIFFSERV);
 	g_assert_cmpuint(b->opts.ack_filter, ==, 1);
+	/* the leaf it asked for, as it was judged, and the interface's */
+	g_assert_cmpuint(b->leaf, ==, PEER_LEAF_CAKE);
+	g_assert_cmpuint(b->activity, ==, PEER_IDLE);
+	g_assert_cmpuint(back.tree_leaf, ==, PEER_LEAF_FQ_CODEL);
 	state_remove(dir, "wg0");
 	g_rmdir(dir);
 	shape_state_clear(&st);
 	shape_state_clear(&back);
+}
+
+/* The op for minor in ops, of kind; NULL when there is none. */
+static const struct tree_op *op_for(GArray *ops, enum tree_op_kind kind, uint16_t minor)
+{
+	for (guint i = 0; i < ops->len; i++) {
+		const struct tree_op *op = &g_array_index(ops, struct tree_op, i);
+
+		if (op->kind == kind && op->minor == minor)
+			return op;
+	}
+	return NULL;
+}
+
+/*
+ * Leaves: lazy is cake while the peer is active and a small fq_codel while
+ * idle; cake and fq_codel are what they say; a peer's own leaf over the
+ * interface's. A change of activity is one leaf replaced, nothing else.
+ */
+static void test_leaves(void)
+{
+	struct wg_peer peers[] = {
+		peer(1, (const char *const[]){ "10.0.0.2/32", NULL }),
+		peer(2, (const char *const[]){ "10.0.0.3/32", NULL }),
+		peer(3, (const char *const[]){ "10.0.0.4/32", NULL }),
+		peer(4, (const char *const[]){ "10.0.0.5/32", NULL }),
+	};
+	struct peer_want wants[] = { want(1, 1000000), want(2, 1000000), want(3, 1000000),
+				     want(4, 1000000) };
+	struct tree_input in = { peers, 4, wants, 4, 0, { 0 } };
+	struct tree_kernel kv;
+	struct fake_kernel k;
+	struct tree_plan p;
+	g_autoptr(GArray) ops = NULL;
+	const struct tree_op *op;
+
+	wants[0].activity = PEER_ACTIVE; /* lazy, active: cake */
+	wants[1].activity = PEER_IDLE; /* lazy, idle: small fq_codel */
+	wants[2].leaf = PEER_LEAF_CAKE; /* cake, though idle */
+	wants[2].activity = PEER_IDLE;
+	wants[3].leaf = PEER_LEAF_FQ_CODEL; /* fq_codel, though active */
+	wants[3].activity = PEER_ACTIVE;
+	ops = g_array_new(false, true, sizeof(struct tree_op));
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	tree_diff(&p, &(struct tree_kernel){ 0 }, ops);
+	op = op_for(ops, TREE_LEAF_ADD, wants[0].minor);
+	g_assert_nonnull(op);
+	g_assert_cmpuint(op->qdisc, ==, TREE_QDISC_CAKE);
+	op = op_for(ops, TREE_LEAF_ADD, wants[1].minor);
+	g_assert_nonnull(op);
+	g_assert_cmpuint(op->qdisc, ==, TREE_QDISC_FQ_CODEL);
+	g_assert_cmpuint(op->flows, ==, TREE_IDLE_FLOWS);
+	g_assert_cmpuint(op_for(ops, TREE_LEAF_ADD, wants[2].minor)->qdisc, ==, TREE_QDISC_CAKE);
+	op = op_for(ops, TREE_LEAF_ADD, wants[3].minor);
+	g_assert_cmpuint(op->qdisc, ==, TREE_QDISC_FQ_CODEL);
+	g_assert_cmpuint(op->flows, ==, TREE_FQ_CODEL_FLOWS);
+	/* the default class keeps cake, whatever the peers' leaves */
+	g_assert_cmpuint(op_for(ops, TREE_LEAF_ADD, TREE_DEFAULT_MINOR)->qdisc, ==,
+			 TREE_QDISC_CAKE);
+	kernel_from_plan(&p, &k);
+	kv = view(&k);
+	tree_plan_clear(&p);
+
+	/* the idle peer moves traffic: its leaf alone becomes cake */
+	wants[1].activity = PEER_ACTIVE;
+	g_array_set_size(ops, 0);
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	tree_diff(&p, &kv, ops);
+	g_assert_cmpuint(ops->len, ==, 1);
+	op = &g_array_index(ops, struct tree_op, 0);
+	g_assert_cmpint(op->kind, ==, TREE_LEAF_ADD);
+	g_assert_cmpuint(op->minor, ==, wants[1].minor);
+	g_assert_cmpuint(op->qdisc, ==, TREE_QDISC_CAKE);
+	tree_plan_clear(&p);
+
+	/* the active one goes idle: its cake alone is taken back */
+	wants[1].activity = PEER_IDLE;
+	wants[0].activity = PEER_IDLE;
+	g_array_set_size(ops, 0);
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	tree_diff(&p, &kv, ops);
+	g_assert_cmpuint(ops->len, ==, 1);
+	op = &g_array_index(ops, struct tree_op, 0);
+	g_assert_cmpuint(op->minor, ==, wants[0].minor);
+	g_assert_cmpuint(op->qdisc, ==, TREE_QDISC_FQ_CODEL);
+	g_assert_cmpuint(op->flows, ==, TREE_IDLE_FLOWS);
+	tree_plan_clear(&p);
+
+	/* leaf = cake on the interface: the lazy peers get cake, a peer's own fq_codel stays */
+	in.leaf = PEER_LEAF_CAKE;
+	g_array_set_size(ops, 0);
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	tree_diff(&p, &kv, ops);
+	/* (the kernel still has peer 1's cake: peer 2's alone is made) */
+	g_assert_cmpuint(ops->len, ==, 1);
+	g_assert_cmpuint(op_for(ops, TREE_LEAF_ADD, wants[1].minor)->qdisc, ==, TREE_QDISC_CAKE);
+	tree_plan_clear(&p);
+	g_assert_cmpint(tree_leaf_of(&wants[3], PEER_LEAF_CAKE), ==, PEER_LEAF_FQ_CODEL);
+	g_assert_cmpint(tree_leaf_of(&wants[0], PEER_LEAF_UNSET), ==, PEER_LEAF_LAZY);
+	g_assert_cmpint(tree_leaf_of(&wants[0], 9), ==, PEER_LEAF_LAZY);
+
+	/* an fq_codel of another size than planned is replaced */
+	in.leaf = PEER_LEAF_UNSET;
+	for (guint i = 0; i < k.qdiscs->len; i++)
+		g_array_index(k.qdiscs, struct qdisc_info, i).fq_flows *= 2;
+	kv = view(&k);
+	g_array_set_size(ops, 0);
+	tree_plan_init(&p);
+	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
+	tree_diff(&p, &kv, ops);
+	/* peer 2 (idle, was 64) and peer 4 (fq_codel, was 1024); peer 1 was cake */
+	g_assert_nonnull(op_for(ops, TREE_LEAF_ADD, wants[1].minor));
+	g_assert_nonnull(op_for(ops, TREE_LEAF_ADD, wants[3].minor));
+	tree_plan_clear(&p);
+	kernel_free(&k);
+	peers_free(peers, G_N_ELEMENTS(peers));
 }
 
 int main(int argc, char **argv)
@@ -782,6 +909,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/peers/prefix-and-key", test_prefix);
 	g_test_add_func("/peers/key-canonical", test_key_canonical);
 	g_test_add_func("/peers/diff", test_diff);
+	g_test_add_func("/peers/leaves", test_leaves);
 	g_test_add_func("/peers/plan-scale", test_plan_scale);
 	g_test_add_func("/peers/update", test_peers_update);
 	g_test_add_func("/peers/state", test_state);

@@ -35,6 +35,12 @@ static void test_accept(void)
 	g_assert_cmpint(r.egress, ==, DIR_OFF);
 	g_assert_cmpint(r.link_overhead, ==, 14);
 
+	parse_ok("egress 10mbit leaf fq_codel", &r);
+	g_assert_cmpuint(r.leaf, ==, PEER_LEAF_FQ_CODEL);
+	g_assert_cmpuint(r.opts.has, ==, 0);
+	parse_ok("leaf lazy", &r);
+	g_assert_cmpuint(r.leaf, ==, PEER_LEAF_LAZY);
+
 	parse_ok("egress 1gbit overhead -64 mpu 84 rtt 50ms diffserv4 nat wash "
 		 "ack-filter-aggressive memlimit 4m", &r);
 	g_assert_cmpuint(r.opts.has, ==,
@@ -257,6 +263,8 @@ static void test_reject(void)
 		{ "egress 1mbit splitgso", "'splitgso' is not an option" },
 		{ "egress 1mbit noraw", "'noraw' is not an option" },
 		{ "egress 1mbit ether-vlan", "'ether-vlan' is not an option" },
+		{ "egress 1mbit leaf", "leaf: missing lazy, cake or fq_codel" },
+		{ "egress 1mbit leaf pfifo", "leaf: 'pfifo' is not lazy, cake nor fq_codel" },
 		/* a link's framing only adds to overhead auto */
 		{ "egress 1mbit overhead 60 ethernet", "ethernet only adds to overhead auto; with "
 						       "overhead 60" },

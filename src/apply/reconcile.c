@@ -50,6 +50,8 @@ static int apply_section(const struct reconciler *rc, const char *ifname,
 		req.egress = DIR_OFF;
 	if (req.ingress == DIR_KEEP)
 		req.ingress = DIR_OFF;
+	if (!req.leaf)
+		req.leaf = PEER_LEAF_LAZY;
 	flow_given = req.opts.has & CAKE_HAS_FLOW_MODE;
 	cake_opts_fill_defaults(&req.opts);
 	/* per peer, the default class's isolation is dual-dsthost unless the section says */

@@ -35,7 +35,7 @@ struct reconciler {
 
 #define SOURCE_CONFIG "config"
 #define SOURCE_NETWORK "network"
-#define SOURCE_LEASE "client lease" /* a peer's rate its client asked for (src/channel/) */
+#define SOURCE_LEASE PEER_SOURCE_LEASE
 
 /* Is this a link wgshape itself made (an IFB), never to be configured? */
 bool reconcile_skips(const struct link_info *link);

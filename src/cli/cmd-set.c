@@ -66,7 +66,8 @@ void set_help(void)
 	      "  off            remove that direction and put back what was there\n"
 	      "  peer PUBKEY download RATE\n"
 	      "                 on a server: this WireGuard peer's download, in a class of its\n"
-	      "                 own with its own cake (by destination in its AllowedIPs);\n"
+	      "                 own with its own cake or fq_codel (leaf), by destination in\n"
+	      "                 its AllowedIPs;\n"
 	      "                 peers without one share a class with cake's dual-dsthost\n"
 	      "  client download RATE|default\n"
 	      "                 on a client: ask the server, through the tunnel, to shape this\n"
@@ -101,6 +102,9 @@ void set_help(void)
 		put_words(families[i].label, cake_word_choices(families[i].family, "|", b, sizeof(b)));
 	fputs("  memlimit SIZE  the most memory cake may use\n"
 	      "  fwmark MASK    the tin from the packet's mark & MASK (0x hex, or decimal)\n"
+	      "  leaf lazy|cake|fq_codel\n"
+	      "                 per peer: what a peer's class holds (default lazy: cake while\n"
+	      "                 the peer moves traffic, a small fq_codel while it is idle)\n"
 	      "RATE as tc: 85mbit, 500kbit, 1gbit, 10mbps (bytes/s). TIME: 100ms, 50us. SIZE: 4m.\n"
 	      "Only the options given reach the kernel; on a qdisc wgshape already set, a change\n"
 	      "keeps its handle and counters.\n",

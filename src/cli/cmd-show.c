@@ -249,6 +249,22 @@ static int64_t lease_left(const struct shape_peer_view *p)
 	return -1;
 }
 
+/*
+ * Which leaf a peer's class has and why: its leaf = (lazy, cake, fq_codel),
+ * and for lazy whether its peer is active. The default class always has cake.
+ */
+static void show_leaf_why(const struct shape_peer_view *p)
+{
+	const char *setting = peer_leaf_name(p->leaf_setting);
+
+	print_string("leaf", NULL, p->has_leaf ? p->leaf.kind : "none");
+	print_string("leaf_setting", NULL, setting ? setting : "cake");
+	if (p->leaf_setting != PEER_LEAF_LAZY)
+		return;
+	print_bool("active", NULL, p->leaf_active);
+	print_text(p->leaf_active ? ", lazy leaf: active" : ", lazy leaf: idle");
+}
+
 /* One class of the per-peer tree: who, its AllowedIPs and rate, its cake. */
 static void show_peer(const struct shape_peer_view *p)
 {
@@ -286,13 +302,19 @@ static void show_peer(const struct shape_peer_view *p)
 	format_rate(b, sizeof(b), p->cls.rate);
 	print_uint_as("rate", p->has_class ? " (%s guaranteed)" : NULL, p->cls.rate * 8, b);
 	print_bool("shaped", NULL, p->has_class && p->has_leaf);
+	show_leaf_why(p);
 	if (p->has_leaf && !strcmp(p->leaf.kind, "cake") && print_is_json()) {
 		show_opts(&p->leaf.cake);
 		show_stats(&p->leaf.cake, &p->leaf.stats);
 	} else if (p->has_leaf && !strcmp(p->leaf.kind, "cake")) {
 		show_peer_text(&p->leaf);
+	} else if (p->has_leaf) {
+		print_text(", %s", p->leaf.kind);
+		if (p->leaf.fq_flows)
+			print_text(" (%u flows)", p->leaf.fq_flows);
+		print_text("\n");
 	} else {
-		print_text(", no cake on it\n");
+		print_text(", no leaf on it\n");
 	}
 	print_close_object();
 }

@@ -94,6 +94,8 @@ struct config {
 	unsigned int client_lease; /* [daemon] client-lease, seconds, default RATE_LEASE_S */
 	char *metrics_file; /* [daemon] metrics-file, an absolute path; NULL: none */
 	unsigned int metrics_every; /* [daemon] metrics-every, seconds, default METRICS_EVERY_S */
+	/* [daemon] leaf-idle, seconds, default LEAF_IDLE_S: a lazy leaf's peer is idle after it */
+	unsigned int leaf_idle;
 	GPtrArray *warnings; /* char *, "file:line: ...", one line of UTF-8 (util/text.h) */
 	GPtrArray *files; /* char *, the files read */
 	GHashTable *texts; /* file -> GBytes, the text its part came from (config_reload) */
@@ -102,6 +104,7 @@ struct config {
 };
 
 #define METRICS_EVERY_S 15
+#define LEAF_IDLE_S 600
 
 struct config *config_new(void);
 void config_free(struct config *cfg);

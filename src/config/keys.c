@@ -255,6 +255,8 @@ static const struct conf_key keys[] = {
 	{ "rtt", SEC_SHAPE | SEC_PEER, parse_option },
 	{ "memlimit", SEC_SHAPE | SEC_PEER, parse_option },
 	{ "fwmark", SEC_SHAPE | SEC_PEER, parse_option },
+	/* what a per-peer class holds */
+	{ "leaf", SEC_SHAPE | SEC_PEER, parse_option },
 	{ "diffserv", SEC_SHAPE | SEC_PEER, parse_choice, .family = CAKE_WORDS_DIFFSERV },
 	{ "flow-isolation", SEC_SHAPE | SEC_PEER, parse_choice, .family = CAKE_WORDS_FLOW },
 	{ "nat", SEC_SHAPE | SEC_PEER, parse_switch, .family = CAKE_WORDS_NAT },
@@ -314,6 +316,7 @@ static const struct conf_key keys[] = {
 	{ "client-lease", SEC_DAEMON, parse_uint, DAEMON_AT(client_lease), 3, 86400 },
 	{ "metrics-file", SEC_DAEMON, parse_abs_path, DAEMON_AT(metrics_file) },
 	{ "metrics-every", SEC_DAEMON, parse_uint, DAEMON_AT(metrics_every), 1, 3600 },
+	{ "leaf-idle", SEC_DAEMON, parse_uint, DAEMON_AT(leaf_idle), 1, 86400 },
 };
 
 const struct conf_key *conf_key_find(unsigned int sec, const char *key)

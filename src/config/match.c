@@ -94,8 +94,10 @@ void config_peers_for(const struct config *cfg, const char *ifname, const uint8_
 		g_strlcpy(w.options, options, sizeof(w.options));
 		/* each word parsed alone when read: together they parse too */
 		if (shape_words_parse((int)p->words->len, (char **)p->words->pdata, &req, err,
-				      sizeof(err)) == 0)
+				      sizeof(err)) == 0) {
 			w.opts = req.opts;
+			w.leaf = req.leaf;
+		}
 		g_array_append_val(out, w);
 	}
 }

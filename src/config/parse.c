@@ -58,6 +58,7 @@ struct config *config_new(void)
 	cfg->rate_port = RATE_PORT;
 	cfg->client_lease = RATE_LEASE_S;
 	cfg->metrics_every = METRICS_EVERY_S;
+	cfg->leaf_idle = LEAF_IDLE_S;
 	return cfg;
 }
 

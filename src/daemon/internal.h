@@ -37,6 +37,8 @@ struct daemon {
 	GHashTable *holds; /* ifname -> struct hold_watch: a tune measuring it */
 	/* peer-poll.c */
 	GHashTable *peer_sums; /* ifname -> guint64: its WireGuard peers as last polled */
+	/* ifname -> GHashTable (key -> struct leaf_seen): lazy leaves' traffic as last polled */
+	GHashTable *leaf_seen;
 	guint peer_poll; /* the timer that looks at WireGuard's peers, while anything needs it */
 	/* rate-channel.c */
 	struct rate_server *rates; /* the rate channel's server side; NULL: off */

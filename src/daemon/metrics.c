@@ -41,6 +41,7 @@ enum family {
 	F_ADAPT_LOST,
 	F_CLIENT,
 	F_PRESENT,
+	F_LEAF,
 	F_UPDATED,
 	F_COUNT,
 };
@@ -96,6 +97,9 @@ static const struct {
 		       "The download rate the server applied for this client (the rate channel)." },
 	[F_PRESENT] = { "wgshape_interface_present", "gauge",
 			"1 for an interface wgshape shapes, 0 when it is gone since." },
+	[F_LEAF] = { "wgshape_peer_leaf_info", "gauge",
+		     "What a peer's class holds (leaf), what it asked for (setting), and for a "
+		     "lazy leaf whether its peer is active." },
 	[F_UPDATED] = { "wgshape_metrics_updated_timestamp_seconds", "gauge",
 			"When these figures were read (seconds since the epoch): a metrics-file "
 			"the daemon could not write again keeps an old one." },
@@ -233,6 +237,23 @@ static void add_cake(struct metrics *m, const char *ifname, const char *dir, con
 	}
 }
 
+/* Which leaf a peer's class has, and why (show's words). */
+static void add_leaf(struct metrics *m, const char *ifname, const char *peer,
+		     const struct shape_peer_view *p)
+{
+	const char *setting = peer_leaf_name(p->leaf_setting);
+	const struct label l[] = {
+		{ "interface", ifname },
+		{ "peer", peer },
+		{ "leaf", p->has_leaf ? p->leaf.kind : "none" },
+		{ "setting", setting ? setting : "" },
+		{ "active", p->leaf_setting != PEER_LEAF_LAZY ? "" : p->leaf_active ? "yes" : "no" },
+		{ NULL, NULL },
+	};
+
+	put(m, F_LEAF, l, "1");
+}
+
 static void add_dir(struct metrics *m, const struct shape_view *v, const char *dir,
 		    const struct shape_dir_view *d)
 {
@@ -253,6 +274,8 @@ void metrics_add_view(struct metrics *m, const struct shape_view *v)
 			    &g_array_index(v->peers, struct shape_peer_view, i);
 			const char *peer = p->name[0] ? p->name : p->key;
 
+			if (p->present && p->has_class && p->leaf_setting)
+				add_leaf(m, v->link.name, peer, p);
 			if (!p->present || !p->has_class || !p->has_leaf ||
 			    strcmp(p->leaf.kind, "cake") != 0)
 				continue;

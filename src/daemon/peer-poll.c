@@ -7,14 +7,84 @@
  * that is what costs). Only while an interface is shaped per peer or a
  * [peer] section exists, and not where enforce = no (a reshape would put
  * back what was changed by hand).
+ *
+ * The same dump says which peers moved traffic (their byte counters): a
+ * lazy leaf becomes cake when its peer starts, and a small fq_codel again
+ * after leaf-idle seconds without traffic (src/shape/tree-plan.c).
  */
+#include <string.h>
 #include <glib.h>
 
 #include "daemon/internal.h"
 #include "shape/peers.h"
+#include "shape/shape.h"
 #include "shape/state.h"
+#include "shape/tree-plan.h"
 
-#define PEER_POLL_SECONDS 5
+#define PEER_POLL_SECONDS 2
+
+/* One peer's bytes as last seen, and when they last moved (monotonic seconds). */
+struct leaf_seen {
+	uint8_t key[WG_KEY_LEN];
+	uint64_t bytes;
+	gint64 moved;
+};
+
+/*
+ * Is a peer with a lazy leaf active now? Its client holds a lease, or its
+ * bytes moved within idle seconds. The first look at a peer has nothing to
+ * compare with: it stays as it was judged until its bytes move.
+ */
+static bool leaf_active(GHashTable *seen, const struct peer_want *w, uint64_t bytes, gint64 now,
+			unsigned int idle)
+{
+	struct leaf_seen *s = g_hash_table_lookup(seen, w->key);
+
+	if (!s) {
+		s = g_new0(struct leaf_seen, 1);
+		memcpy(s->key, w->key, WG_KEY_LEN);
+		s->bytes = bytes;
+		s->moved = w->activity == PEER_ACTIVE ? now : G_MININT64 / 2;
+		g_hash_table_insert(seen, s->key, s);
+	} else if (s->bytes != bytes) {
+		s->bytes = bytes;
+		s->moved = now;
+	}
+	return !strcmp(w->source, PEER_SOURCE_LEASE) || now - s->moved < (gint64)idle;
+}
+
+/* Lazy leaves after their peers' traffic in this dump (shape_peers_activity). */
+static void leaves_follow(struct daemon *d, const char *ifname, const struct shape_state *st,
+			  const struct wg_peer *peers, size_t n)
+{
+	g_autoptr(GHashTable) by_key = g_hash_table_new(wg_key_hash, wg_key_equal);
+	g_autoptr(GArray) flips = g_array_new(false, true, sizeof(struct peer_seen));
+	gint64 now = g_get_monotonic_time() / G_USEC_PER_SEC;
+	GHashTable *seen = g_hash_table_lookup(d->leaf_seen, ifname);
+
+	if (!seen) {
+		seen = g_hash_table_new_full(wg_key_hash, wg_key_equal, NULL, g_free);
+		g_hash_table_insert(d->leaf_seen, g_strdup(ifname), seen);
+	}
+	for (size_t i = 0; i < n; i++)
+		g_hash_table_insert(by_key, (gpointer)peers[i].key, (gpointer)&peers[i]);
+	for (guint i = 0; st->peers && i < st->peers->len; i++) {
+		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
+		const struct wg_peer *p = g_hash_table_lookup(by_key, w->key);
+		struct peer_seen f = { .active = false };
+
+		if (!p || tree_leaf_of(w, st->tree_leaf) != PEER_LEAF_LAZY)
+			continue;
+		f.active = leaf_active(seen, w, p->rx_bytes + p->tx_bytes, now, d->cfg->leaf_idle);
+		if (f.active == (w->activity == PEER_ACTIVE))
+			continue;
+		memcpy(f.key, w->key, WG_KEY_LEN);
+		g_array_append_val(flips, f);
+	}
+	if (flips->len)
+		shape_peers_activity(d->nl, d->opts->statedir, ifname,
+				     (const struct peer_seen *)(void *)flips->data, flips->len);
+}
 
 /* Does a [peer] section call for a look at ifname (it names it, or names no interface)? */
 static bool peers_may_want(const struct daemon *d, const char *ifname)
@@ -25,15 +95,11 @@ static bool peers_may_want(const struct daemon *d, const char *ifname)
 	return d->cfg->peers->len && config_mentions(d->cfg, ifname);
 }
 
-/* A digest of ifname's peers and AllowedIPs (FNV-1a); 0 when it has none to read. */
-static guint64 peers_sum(struct daemon *d, const char *ifname)
+/* A digest of the peers and AllowedIPs (FNV-1a). */
+static guint64 peers_sum(const struct wg_peer *peers, size_t n)
 {
-	struct wg_peer *peers = NULL;
 	guint64 h = 14695981039346656037ull;
-	size_t n = 0;
 
-	if (netlink_wg_peers(d->nl, ifname, &peers, &n) < 0)
-		return 0;
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *p = peers[i].key;
 		size_t len = sizeof(peers[i].key);
@@ -47,19 +113,32 @@ static guint64 peers_sum(struct daemon *d, const char *ifname)
 			}
 		}
 	}
-	wg_peers_free(peers, n);
 	return h;
 }
 
-/* Look at ifname again only if its peers changed since the last poll (or it is new). */
-static void poll_one(struct daemon *d, const char *ifname)
+/*
+ * Look at ifname again only if its peers changed since the last poll (or it
+ * is new); its lazy leaves (st: its per-peer tree, or NULL) after its peers'
+ * traffic, whatever enforce says.
+ */
+static void poll_one(struct daemon *d, const char *ifname, const struct shape_state *st)
 {
-	guint64 sum, *old;
+	struct wg_peer *peers = NULL;
+	bool follows = config_follows_peers(d->cfg, ifname);
+	guint64 sum = 0, *old;
+	size_t n = 0;
 
 	if (holds_check(d, ifname) || g_hash_table_contains(d->pending, ifname) ||
-	    !config_follows_peers(d->cfg, ifname))
+	    (!follows && !st))
 		return;
-	sum = peers_sum(d, ifname);
+	if (netlink_wg_peers(d->nl, ifname, &peers, &n) == 0) {
+		sum = peers_sum(peers, n);
+		if (st)
+			leaves_follow(d, ifname, st, peers, n);
+		wg_peers_free(peers, n);
+	}
+	if (!follows)
+		return;
 	old = g_hash_table_lookup(d->peer_sums, ifname);
 	if (old && *old == sum)
 		return;
@@ -81,7 +160,7 @@ static gboolean on_peer_poll(gpointer data)
 
 		if (state_load(d->opts->statedir, *n, &st) == 0 && st.tree) {
 			any = true;
-			poll_one(d, *n);
+			poll_one(d, *n, &st);
 		}
 		shape_state_clear(&st);
 	}
@@ -94,13 +173,15 @@ static gboolean on_peer_poll(gpointer data)
 	g_hash_table_iter_init(&it, d->names);
 	while (g_hash_table_iter_next(&it, NULL, &name))
 		if (peers_may_want(d, name))
-			poll_one(d, name);
+			poll_one(d, name, NULL);
 	return G_SOURCE_CONTINUE;
 }
 
 void peer_poll_init(struct daemon *d)
 {
 	d->peer_sums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	d->leaf_seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					     (GDestroyNotify)g_hash_table_unref);
 }
 
 /* Poll while per-peer shaping may be wanted (on_peer_poll stops itself when not). */
@@ -137,4 +218,5 @@ void peer_poll_exit(struct daemon *d)
 		g_source_remove(d->peer_poll);
 	d->peer_poll = 0;
 	g_clear_pointer(&d->peer_sums, g_hash_table_unref);
+	g_clear_pointer(&d->leaf_seen, g_hash_table_unref);
 }

@@ -50,6 +50,7 @@ struct qdisc_info {
 	size_t options_len;
 	struct cake_opts cake; /* kind "cake" only */
 	struct cake_stats stats; /* kind "cake" only */
+	uint32_t fq_flows; /* kind "fq_codel" only: its flows (0 when not said) */
 };
 
 void qdisc_info_clear(struct qdisc_info *q);
@@ -154,6 +155,11 @@ int netlink_class_del(struct netlink *nl, int ifindex, uint32_t classid);
  */
 int netlink_cake_set_at(struct netlink *nl, int ifindex, uint32_t parent, uint32_t handle,
 			const struct cake_opts *opts, enum qdisc_mode mode);
+/*
+ * fq_codel with flows queues, the kernel's defaults for the rest, as the
+ * qdisc at parent (a class id): made, or put in place of what is there.
+ */
+int netlink_fq_codel_set_at(struct netlink *nl, int ifindex, uint32_t parent, uint32_t flows);
 /* Every qdisc of ifindex (cake's options and statistics parsed); free each with
  * qdisc_info_clear, then free(*out). */
 int netlink_qdisc_list(struct netlink *nl, int ifindex, struct qdisc_info **out, size_t *n);

@@ -49,6 +49,14 @@ static int qdisc_fill(struct nlmsghdr *hdr, struct qdisc_info *out)
 			return -ENOMEM;
 		memcpy(out->options, nla_data(tb[TCA_OPTIONS]), out->options_len);
 	}
+	if (!strcmp(out->kind, "fq_codel") && tb[TCA_OPTIONS]) {
+		struct nlattr *fq[TCA_FQ_CODEL_MAX + 1];
+
+		if (nla_parse_nested(fq, TCA_FQ_CODEL_MAX, tb[TCA_OPTIONS], NULL) == 0 &&
+		    fq[TCA_FQ_CODEL_FLOWS] && nla_len(fq[TCA_FQ_CODEL_FLOWS]) >= 4)
+			out->fq_flows = nla_get_u32(fq[TCA_FQ_CODEL_FLOWS]);
+		return 0;
+	}
 	if (strcmp(out->kind, "cake") != 0)
 		return 0;
 	if (tb[TCA_OPTIONS]) {
@@ -169,6 +177,27 @@ int netlink_cake_set_at(struct netlink *nl, int ifindex, uint32_t parent, uint32
 		nlmsg_free(msg);
 		return r;
 	}
+	return netlink_talk(nl, nl->rt, msg, NULL, NULL);
+}
+
+int netlink_fq_codel_set_at(struct netlink *nl, int ifindex, uint32_t parent, uint32_t flows)
+{
+	struct nl_msg *msg;
+	struct nlattr *opts;
+
+	if (!flows)
+		return -EINVAL;
+	msg = netlink_tc_msg(RTM_NEWQDISC, NLM_F_REQUEST | NLM_F_ACK | mode_flags[QDISC_REPLACE],
+			     ifindex, 0, parent, 0);
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_string(msg, TCA_KIND, "fq_codel") < 0 ||
+	    !(opts = nla_nest_start(msg, TCA_OPTIONS)) ||
+	    nla_put_u32(msg, TCA_FQ_CODEL_FLOWS, flows) < 0) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	nla_nest_end(msg, opts);
 	return netlink_talk(nl, nl->rt, msg, NULL, NULL);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "shape/decide.h"
+#include "shape/tree-plan.h"
 
 static enum egress_step step_to(enum egress_form now, enum egress_form form)
 {
@@ -55,7 +56,7 @@ const struct peer_want *peer_rate_only(const struct shape_state *st,
 
 	if (req->peers_action != PEERS_ONE || req->n_peers != 1 || !w->rate ||
 	    req->egress != DIR_KEEP || req->ingress != DIR_KEEP || req->opts.has ||
-	    req->overhead_auto || !st->egress || !st->tree || st->cap || !st->peers)
+	    req->overhead_auto || req->leaf || !st->egress || !st->tree || st->cap || !st->peers)
 		return NULL;
 	for (guint i = 0; i < st->peers->len; i++) {
 		const struct peer_want *old = &g_array_index(st->peers, struct peer_want, i);
@@ -64,6 +65,10 @@ const struct peer_want *peer_rate_only(const struct shape_state *st,
 			continue;
 		/* other cake options: the leaf changes too */
 		if (old->opts.has != w->opts.has || strcmp(old->options, w->options) != 0)
+			return NULL;
+		/* a lease makes a lazy leaf's peer active: its cake is made */
+		if (!strcmp(w->source, PEER_SOURCE_LEASE) && old->activity != PEER_ACTIVE &&
+		    tree_leaf_of(old, st->tree_leaf) == PEER_LEAF_LAZY)
 			return NULL;
 		return old->minor ? old : NULL;
 	}

@@ -72,16 +72,71 @@ static int tree_root_set(struct netlink *nl, const char *ifname, const struct li
 }
 
 /*
+ * Judge the peers whose activity is not known yet (new ones): active when
+ * its client holds a lease or WireGuard had a handshake with it lately;
+ * from then on the daemon follows their traffic (shape_peers_activity).
+ */
+static void peers_judge(GArray *wants, const struct wg_dump *wg)
+{
+	g_autoptr(GHashTable) peers = g_hash_table_new(wg_key_hash, wg_key_equal);
+	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
+
+	for (size_t i = 0; i < wg->n; i++)
+		g_hash_table_insert(peers, wg->peers[i].key, &wg->peers[i]);
+	for (guint i = 0; wants && i < wants->len; i++) {
+		struct peer_want *w = &g_array_index(wants, struct peer_want, i);
+		const struct wg_peer *p = g_hash_table_lookup(peers, w->key);
+
+		if (!strcmp(w->source, PEER_SOURCE_LEASE))
+			w->activity = PEER_ACTIVE;
+		else if (w->activity == PEER_UNJUDGED && p)
+			w->activity = p->last_handshake &&
+						      now - p->last_handshake < PEER_HANDSHAKE_FRESH_S
+					      ? PEER_ACTIVE
+					      : PEER_IDLE;
+	}
+}
+
+/* The tree's classes, leaves and filters as st says, against what the kernel has. */
+static int tree_resync(struct netlink *nl, const struct link_info *link, struct shape_state *st,
+		       const struct cake_opts *opts, bool fresh, struct wg_dump *wg)
+{
+	struct tree_input in = { .cap = st->cap, .opts = *opts, .leaf = st->tree_leaf };
+	unsigned int changes;
+	int r;
+
+	r = wg_dump_get(nl, link->name, wg);
+	if (r < 0)
+		return r;
+	peers_judge(st->peers, wg);
+	in.wants = st->peers ? (struct peer_want *)(void *)st->peers->data : NULL;
+	in.n_wants = st->peers ? st->peers->len : 0;
+	in.peers = wg->peers;
+	in.n_peers = wg->n;
+	r = tree_sync(nl, link, &in, fresh, &changes);
+	if (r == 0)
+		st->tree_opts = in.opts;
+	return r;
+}
+
+int egress_tree_resync(struct netlink *nl, const struct link_info *link, struct shape_state *st,
+		       struct wg_dump *wg)
+{
+	return tree_resync(nl, link, st, &st->tree_opts, false, wg);
+}
+
+/*
  * Per-peer egress: the tree at the root, then every peer's class, cake and
  * filters as st->peers and the cap say. A tree made here and not finished
  * is taken away again (by the caller's undo).
  */
 static int egress_tree_set(struct netlink *nl, const char *ifname, const struct link_info *link,
 			   struct shape_state *st, uint64_t cap, const struct cake_opts *o,
-			   struct wg_dump *wg, struct undo *u)
+			   uint8_t leaf, struct wg_dump *wg, struct undo *u)
 {
-	struct tree_input in = { .cap = cap, .opts = st->tree_opts };
-	unsigned int changes;
+	struct cake_opts opts = st->tree_opts;
+	uint64_t was_cap;
+	uint8_t was_leaf;
 	bool fresh = false;
 	int r;
 
@@ -94,26 +149,27 @@ static int egress_tree_set(struct netlink *nl, const char *ifname, const struct 
 	if (r < 0)
 		return r;
 	/* every cake of the tree: the options given so far, these on top */
-	if (fresh && !st->tree)
-		memset(&in.opts, 0, sizeof(in.opts));
-	cake_opts_merge(&in.opts, o);
-	in.wants = (struct peer_want *)(void *)st->peers->data;
-	in.n_wants = st->peers->len;
-	r = wg_dump_get(nl, ifname, wg);
-	if (r < 0)
+	if (fresh && !st->tree) {
+		memset(&opts, 0, sizeof(opts));
+		st->tree_leaf = PEER_LEAF_UNSET;
+	}
+	cake_opts_merge(&opts, o);
+	was_cap = st->cap;
+	was_leaf = st->tree_leaf;
+	if (leaf)
+		st->tree_leaf = leaf;
+	st->cap = cap;
+	r = tree_resync(nl, link, st, &opts, fresh, wg);
+	if (r < 0) {
+		st->cap = was_cap;
+		st->tree_leaf = was_leaf;
 		return r;
-	in.peers = wg->peers;
-	in.n_peers = wg->n;
-	r = tree_sync(nl, link, &in, fresh, &changes);
-	if (r < 0)
-		return r;
+	}
 	if (fresh)
-		log_debug("%s: per-peer shaping: %zu peers wanted, cap %s", ifname, in.n_wants,
-			  cap ? "set" : "none");
+		log_debug("%s: per-peer shaping: %u peers wanted, cap %s", ifname,
+			  st->peers ? st->peers->len : 0, cap ? "set" : "none");
 	st->egress = true;
 	st->tree = true;
-	st->cap = cap;
-	st->tree_opts = in.opts;
 	return 0;
 }
 
@@ -192,7 +248,7 @@ int egress_apply(struct netlink *nl, const char *ifname, const struct link_info 
 	switch (d.form) {
 	case EGRESS_TREE:
 		return egress_tree_set(nl, ifname, link, st, tree_cap(nl, link, st, req, d.rate), o,
-				       wg, u);
+				       req->leaf, wg, u);
 	case EGRESS_CAKE:
 		if (d.step == EGRESS_REPLACE) {
 			/* from the tree back to one cake: the tree's options go with it */

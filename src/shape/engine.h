@@ -101,6 +101,12 @@ int egress_apply(struct netlink *nl, const char *ifname, const struct link_info 
 		 const struct cake_opts *o, struct wg_dump *wg, struct undo *u);
 int egress_off(struct netlink *nl, const char *ifname, const struct link_info *link,
 	       struct shape_state *st);
+/*
+ * The per-peer tree as st says (its wants' leaves and activity), against what
+ * the kernel has: for a tree in place, with nothing asked of it.
+ */
+int egress_tree_resync(struct netlink *nl, const struct link_info *link, struct shape_state *st,
+		       struct wg_dump *wg);
 
 /*
  * The peers wanted after req, into st->peers (shape.c; pure). PEERS_ALL

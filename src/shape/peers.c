@@ -85,3 +85,22 @@ gboolean wg_key_equal(gconstpointer a, gconstpointer b)
 {
 	return memcmp(a, b, WG_KEY_LEN) == 0;
 }
+
+static const char *const leaf_names[] = {
+	[PEER_LEAF_LAZY] = "lazy",
+	[PEER_LEAF_CAKE] = "cake",
+	[PEER_LEAF_FQ_CODEL] = "fq_codel",
+};
+
+const char *peer_leaf_name(enum peer_leaf leaf)
+{
+	return (size_t)leaf < G_N_ELEMENTS(leaf_names) ? leaf_names[leaf] : NULL;
+}
+
+enum peer_leaf peer_leaf_of(const char *s)
+{
+	for (size_t i = 1; i < G_N_ELEMENTS(leaf_names); i++)
+		if (!strcmp(s, leaf_names[i]))
+			return (enum peer_leaf)i;
+	return PEER_LEAF_UNSET;
+}

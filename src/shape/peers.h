@@ -31,6 +31,40 @@
 #define TREE_HANDLE(minor) (((uint32_t)TREE_MAJOR << 16) | (uint32_t)(minor))
 #define TREE_LEAF_HANDLE(minor) ((uint32_t)(minor) << 16)
 
+/*
+ * What a peer's class holds under it: leaf = in the configuration and set's
+ * words. Lazy (the default) is cake while the peer is active (its class
+ * carried traffic within the idle time, or its client holds a lease) and a
+ * small fq_codel while it is idle, so that kernel memory follows the peers
+ * that are active (src/shape/tree-plan.c).
+ */
+enum peer_leaf {
+	PEER_LEAF_UNSET = 0, /* the interface's; lazy when it says none */
+	PEER_LEAF_LAZY,
+	PEER_LEAF_CAKE,
+	PEER_LEAF_FQ_CODEL,
+};
+
+/* Is a peer active, for a lazy leaf? Not judged until its class is first planned. */
+enum peer_activity {
+	PEER_UNJUDGED = 0,
+	PEER_IDLE,
+	PEER_ACTIVE,
+};
+
+/* the source of a peer's rate its client asked for (src/channel/): it is active */
+#define PEER_SOURCE_LEASE "client lease"
+/*
+ * WireGuard drops a session's keys 180 s after its handshake (REJECT_AFTER_TIME):
+ * a peer without a handshake that recent has moved nothing since.
+ */
+#define PEER_HANDSHAKE_FRESH_S 180
+
+/* "lazy", "cake", "fq_codel"; NULL for PEER_LEAF_UNSET or none. */
+const char *peer_leaf_name(enum peer_leaf leaf);
+/* The leaf named s; PEER_LEAF_UNSET when s is none of them. */
+enum peer_leaf peer_leaf_of(const char *s);
+
 /* One peer's wanted download shaping. */
 struct peer_want {
 	uint8_t key[WG_KEY_LEN];
@@ -40,6 +74,8 @@ struct peer_want {
 	char options[192]; /* the same as set's words, space-separated (kept in the state) */
 	char source[128]; /* "set", "config FILE:LINE", ... */
 	uint16_t minor; /* its class; 0 until tree_plan gives it one */
+	uint8_t leaf; /* enum peer_leaf: its own (leaf in its words); UNSET: the interface's */
+	uint8_t activity; /* enum peer_activity, for a lazy leaf (kept in the state) */
 };
 
 /* Does a contain b (same family, a's prefix no longer and matching)? */

@@ -315,8 +315,10 @@ void shape_peers_update(struct shape_state *st, const struct shape_request *req)
 		struct peer_want w = req->peers[i];
 
 		peer_put(&now, &w);
-		if (old && w.rate)
+		if (old && w.rate) {
 			list_find(&now, w.key)->minor = old->minor;
+			list_find(&now, w.key)->activity = old->activity;
+		}
 	}
 	kept = g_array_sized_new(false, true, sizeof(struct peer_want), now.peers->len);
 	for (guint i = 0; i < now.peers->len; i++)
@@ -416,6 +418,47 @@ int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname
 out:
 	shape_state_clear(&st);
 	return r;
+}
+
+int shape_peers_activity(struct netlink *nl, const char *statedir, const char *ifname,
+			 const struct peer_seen *seen, size_t n)
+{
+	g_autoptr(GHashTable) by_key = g_hash_table_new(wg_key_hash, wg_key_equal);
+	struct shape_state st = { 0 };
+	struct wg_dump wg = { 0 };
+	struct link_info link;
+	char stale_ifb[IFNAME_SIZE];
+	unsigned int changed = 0, active = 0;
+	int r;
+
+	r = link_and_state(nl, statedir, ifname, &link, &st, stale_ifb);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		g_hash_table_insert(by_key, (gpointer)seen[i].key, (gpointer)&seen[i]);
+	for (guint i = 0; st.tree && st.peers && i < st.peers->len; i++) {
+		struct peer_want *w = &g_array_index(st.peers, struct peer_want, i);
+		const struct peer_seen *s = g_hash_table_lookup(by_key, w->key);
+		uint8_t now;
+
+		if (!s)
+			continue;
+		now = s->active ? PEER_ACTIVE : PEER_IDLE;
+		changed += w->activity != now;
+		active += w->activity != now && s->active;
+		w->activity = now;
+	}
+	r = 0;
+	if (changed)
+		r = egress_tree_resync(nl, &link, &st, &wg);
+	if (r == 0 && changed)
+		r = state_save(statedir, ifname, &st);
+	if (r == 0 && changed)
+		log_info("%s: lazy leaves: %u peers became active (cake), %u idle (fq_codel)",
+			 ifname, active, changed - active);
+	wg_peers_free(wg.peers, wg.n);
+	shape_state_clear(&st);
+	return r < 0 ? r : (int)changed;
 }
 
 int shape_set(struct netlink *nl, const char *statedir, const char *ifname,

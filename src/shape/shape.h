@@ -33,6 +33,8 @@ struct shape_request {
 	int link_overhead;
 	/* "overhead auto" or link-overhead was said: a hand-set overhead gives way */
 	bool overhead_auto;
+	/* leaf KIND: what a per-peer class holds (enum peer_leaf); UNSET: as it is */
+	uint8_t leaf;
 	/* who asks, kept for show: "set" when NULL, "config FILE:LINE", ... */
 	const char *source;
 	/*
@@ -64,6 +66,19 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
  */
 int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname,
 		    const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source);
+/* What the daemon saw of one peer: has it moved traffic within the idle time? */
+struct peer_seen {
+	uint8_t key[WG_KEY_LEN];
+	bool active;
+};
+
+/*
+ * The peers' activity into ifname's state, and each lazy leaf after it:
+ * cake for an active peer, a small fq_codel for an idle one. Peers not in
+ * seen keep theirs. How many changed, or < 0 (said).
+ */
+int shape_peers_activity(struct netlink *nl, const char *statedir, const char *ifname,
+			 const struct peer_seen *seen, size_t n);
 /*
  * Remove both directions and put back what was there. Idempotent. For an
  * interface that is gone, removes its IFB and state.
@@ -90,6 +105,8 @@ struct shape_peer_view {
 	struct tc_class_info cls;
 	bool has_leaf;
 	struct qdisc_info leaf;
+	uint8_t leaf_setting; /* enum peer_leaf, resolved (lazy, cake, fq_codel); 0: the default class */
+	bool leaf_active; /* lazy: the peer moved traffic lately, or its client holds a lease */
 };
 
 struct shape_view {

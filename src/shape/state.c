@@ -184,19 +184,21 @@ static int peer_opts(struct peer_want *w)
 	char err[128];
 
 	memset(&w->opts, 0, sizeof(w->opts));
+	w->leaf = PEER_LEAF_UNSET;
 	if (!w->options[0])
 		return 0;
 	words = g_strsplit_set(w->options, " ", -1);
 	if (shape_words_parse((int)g_strv_length(words), words, &req, err, sizeof(err)) < 0)
 		return -EBADMSG;
 	w->opts = req.opts;
+	w->leaf = req.leaf;
 	return 0;
 }
 
 /* One [peer KEY] group: its class, rate, options (set's words), name and source. */
 static int peer_load(GKeyFile *kf, const char *group, struct peer_want *w)
 {
-	g_autofree char *name = NULL, *options = NULL, *source = NULL;
+	g_autofree char *name = NULL, *options = NULL, *source = NULL, *activity = NULL;
 	guint64 minor;
 
 	memset(w, 0, sizeof(*w));
@@ -213,6 +215,9 @@ static int peer_load(GKeyFile *kf, const char *group, struct peer_want *w)
 	text_copy(w->name, sizeof(w->name), name);
 	text_copy(w->source, sizeof(w->source), source ? source : "set");
 	g_strlcpy(w->options, options ? options : "", sizeof(w->options));
+	activity = state_get_string(kf, group, "activity");
+	w->activity = !activity ? PEER_UNJUDGED : !strcmp(activity, "active") ? PEER_ACTIVE
+										 : PEER_IDLE;
 	return peer_opts(w);
 }
 
@@ -250,6 +255,9 @@ static void peers_save(GKeyFile *kf, const struct shape_state *st)
 		g_key_file_set_string(kf, group, "source", w->source);
 		if (w->options[0])
 			g_key_file_set_string(kf, group, "options", w->options);
+		if (w->activity != PEER_UNJUDGED)
+			g_key_file_set_string(kf, group, "activity",
+					      w->activity == PEER_ACTIVE ? "active" : "idle");
 	}
 }
 
@@ -328,7 +336,10 @@ static int as_parsed(struct shape_state *st)
 	if (!st->tree) {
 		st->cap = 0;
 		memset(&st->tree_opts, 0, sizeof(st->tree_opts));
+		st->tree_leaf = PEER_LEAF_UNSET;
 	}
+	if (!peer_leaf_name(st->tree_leaf))
+		st->tree_leaf = PEER_LEAF_UNSET;
 	if (!st->ingress)
 		st->ifb[0] = '\0';
 	else if (!ifname_is_valid(st->ifb))
@@ -341,6 +352,8 @@ static int as_parsed(struct shape_state *st)
 			return -EBADMSG;
 		if (w->minor > TREE_PEER_MINOR_LAST)
 			w->minor = 0;
+		if (w->activity > PEER_ACTIVE)
+			w->activity = PEER_IDLE;
 	}
 	if (st->peers && !st->peers->len)
 		g_clear_pointer(&st->peers, g_array_unref);
@@ -448,8 +461,12 @@ int state_parse(const char *data, size_t len, struct shape_state *out)
 
 	st.tree = st.egress && g_key_file_get_boolean(kf, "egress", "per-peer", NULL);
 	st.cap = st.tree ? g_key_file_get_uint64(kf, "egress", "cap", NULL) : 0;
-	if (st.tree)
+	if (st.tree) {
 		tree_opts_load(kf, &st.tree_opts);
+		s = g_key_file_get_string(kf, "egress", "leaf", NULL);
+		st.tree_leaf = s ? (uint8_t)peer_leaf_of(s) : PEER_LEAF_UNSET;
+		g_clear_pointer(&s, g_free);
+	}
 	if (peers_load(kf, &st) < 0) {
 		shape_state_clear(&st);
 		return -EBADMSG;
@@ -496,6 +513,8 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 		g_key_file_set_boolean(kf, "egress", "per-peer", true);
 		g_key_file_set_uint64(kf, "egress", "cap", st->cap);
 		tree_opts_save(kf, &st->tree_opts);
+		if (peer_leaf_name(st->tree_leaf))
+			g_key_file_set_string(kf, "egress", "leaf", peer_leaf_name(st->tree_leaf));
 	}
 	if (st->ingress)
 		g_key_file_set_string(kf, "ingress", "ifb", st->ifb);

@@ -30,6 +30,7 @@ struct shape_state {
 	bool tree; /* egress is per-peer: our HTB tree is the root (src/shape/tree-plan.h) */
 	uint64_t cap; /* tree only: the egress rate for all peers together, bytes/s; 0: none */
 	struct cake_opts tree_opts; /* tree only: the options every cake of it starts from */
+	uint8_t tree_leaf; /* tree only: enum peer_leaf, the leaf of peers that say none */
 	GArray *peers; /* struct peer_want: peers shaped on their own, with their class; or NULL */
 };
 

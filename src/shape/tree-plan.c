@@ -233,6 +233,36 @@ static struct cake_opts leaf_opts(const struct tree_input *in, const struct cake
 	return o;
 }
 
+enum peer_leaf tree_leaf_of(const struct peer_want *w, uint8_t in_leaf)
+{
+	if (peer_leaf_name(w->leaf))
+		return w->leaf;
+	return peer_leaf_name(in_leaf) ? in_leaf : PEER_LEAF_LAZY;
+}
+
+/* The qdisc under a peer's class: cake, or fq_codel as its leaf and activity say. */
+static void plan_leaf(const struct tree_input *in, const struct peer_want *w,
+		      struct tree_class *c)
+{
+	switch (tree_leaf_of(w, in->leaf)) {
+	case PEER_LEAF_FQ_CODEL:
+		c->qdisc = TREE_QDISC_FQ_CODEL;
+		c->flows = TREE_FQ_CODEL_FLOWS;
+		return;
+	case PEER_LEAF_LAZY:
+		if (w->activity != PEER_ACTIVE) {
+			c->qdisc = TREE_QDISC_FQ_CODEL;
+			c->flows = TREE_IDLE_FLOWS;
+			return;
+		}
+		break;
+	case PEER_LEAF_CAKE:
+	case PEER_LEAF_UNSET:
+		break;
+	}
+	c->qdisc = TREE_QDISC_CAKE;
+}
+
 /*
  * Classes: each peer's rate (never above the cap) is its class's ceil: HTB
  * shapes, its cake leaf is unlimited and manages the queue. (A cake that
@@ -269,6 +299,7 @@ static void plan_classes(const struct tree_input *in, struct tree_plan *out)
 		c.rate = min_u64(in->wants[i].rate, cap);
 		c.ceil = c.rate;
 		c.cake = leaf_opts(in, &in->wants[i].opts);
+		plan_leaf(in, &in->wants[i], &c);
 		sum += c.rate;
 		g_array_append_val(out->classes, c);
 	}
@@ -347,9 +378,17 @@ static uint32_t class_parent(uint16_t minor)
 static void push(GArray *ops, enum tree_op_kind kind, const struct tree_class *c)
 {
 	struct tree_op op = { .kind = kind, .minor = c->minor, .rate = c->rate, .ceil = c->ceil,
-			      .cake = c->cake };
+			      .qdisc = c->qdisc, .flows = c->flows, .cake = c->cake };
 
 	g_array_append_val(ops, op);
+}
+
+/* Is the kernel's leaf of the planned kind (and fq_codel's size)? */
+static bool leaf_is(const struct qdisc_info *leaf, const struct tree_class *c)
+{
+	if (c->qdisc == TREE_QDISC_FQ_CODEL)
+		return !strcmp(leaf->kind, "fq_codel") && leaf->fq_flows == c->flows;
+	return !strcmp(leaf->kind, "cake");
 }
 
 /* One planned class against the kernel's: add, change, or a fresh leaf. */
@@ -377,9 +416,9 @@ static void diff_class(const struct tree_class *c, const struct diff_index *x, G
 	if (!c->leaf)
 		return;
 	leaf = kernel_leaf(x, c->minor);
-	if (!leaf || strcmp(leaf->kind, "cake") != 0)
+	if (!leaf || !leaf_is(leaf, c))
 		push(ops, TREE_LEAF_ADD, c);
-	else if (!cake_opts_hold(&leaf->cake, &c->cake))
+	else if (c->qdisc == TREE_QDISC_CAKE && !cake_opts_hold(&leaf->cake, &c->cake))
 		push(ops, TREE_LEAF_CHANGE, c);
 }
 

@@ -11,7 +11,8 @@
  *     1:1  the cap: the interface's egress rate, or unlimited
  *       1:2     the default class: peers without a rate of their own, cake
  *               with dual-dsthost (fair per client), up to the cap
- *       1:MINOR a peer's class, ceil its download rate; cake leaf MINOR:
+ *       1:MINOR a peer's class, ceil its download rate; its leaf MINOR:
+ *               cake, or fq_codel (leaf = fq_codel, or lazy while idle)
  *   flower filters on 1: send a destination in a peer's AllowedIPs to its
  *   class (IPv4 at prio 1, IPv6 at prio 2); anything else goes to 1:2.
  * A peer keeps its minor id while it is shaped (the state file remembers
@@ -34,13 +35,27 @@ struct tree_input {
 	size_t n_wants;
 	uint64_t cap; /* the interface's egress rate, bytes/s; 0: none */
 	struct cake_opts opts; /* the interface's cake options (every leaf starts from them) */
+	uint8_t leaf; /* enum peer_leaf for peers that say none; UNSET: lazy */
 };
+
+/* The qdisc under a class. */
+enum tree_qdisc {
+	TREE_QDISC_CAKE = 0,
+	TREE_QDISC_FQ_CODEL,
+};
+
+/* leaf = fq_codel: the kernel's default number of flows (sent, to read back the same) */
+#define TREE_FQ_CODEL_FLOWS 1024u
+/* a lazy leaf while its peer is idle: a few KiB, not cake's megabyte */
+#define TREE_IDLE_FLOWS 64u
 
 struct tree_class {
 	uint16_t minor;
 	uint64_t rate, ceil; /* bytes/s */
-	bool leaf; /* has a cake leaf (all but the cap class) */
-	struct cake_opts cake; /* the leaf's options */
+	bool leaf; /* has a leaf qdisc (all but the cap class) */
+	uint8_t qdisc; /* enum tree_qdisc: the leaf's kind */
+	uint32_t flows; /* fq_codel: its flows */
+	struct cake_opts cake; /* a cake leaf's options */
 	int want; /* index into wants, -1 for the cap and default classes */
 };
 
@@ -64,6 +79,9 @@ void tree_plan_clear(struct tree_plan *p);
  */
 int tree_plan(struct tree_input *in, struct tree_plan *out);
 
+/* The leaf w has: its own, else the interface's (in_leaf), else lazy. */
+enum peer_leaf tree_leaf_of(const struct peer_want *w, uint8_t in_leaf);
+
 /* What the kernel has under our HTB root. */
 struct tree_kernel {
 	const struct tc_class_info *classes;
@@ -78,7 +96,7 @@ enum tree_op_kind {
 	TREE_FILTER_DEL, /* filters that no longer belong, first */
 	TREE_CLASS_ADD,
 	TREE_CLASS_CHANGE, /* rate or ceil, in place */
-	TREE_LEAF_ADD, /* cake onto a class with none (or not cake) */
+	TREE_LEAF_ADD, /* the leaf onto a class with none (or another kind): qdisc, flows */
 	TREE_LEAF_CHANGE, /* cake's options, in place */
 	TREE_FILTER_ADD,
 	TREE_CLASS_DEL, /* classes no peer wants any more, last */
@@ -88,6 +106,8 @@ struct tree_op {
 	enum tree_op_kind kind;
 	uint16_t minor; /* the class (or a filter's target) */
 	uint64_t rate, ceil;
+	uint8_t qdisc; /* enum tree_qdisc, leaf ops */
+	uint32_t flows;
 	struct cake_opts cake;
 	struct flower_info filter; /* filter ops: prio, handle (delete), dst, classid */
 };

@@ -66,6 +66,8 @@ static int op_run(struct netlink *nl, int ifindex, const struct tree_op *op)
 		return netlink_htb_class_set(nl, ifindex, id, parent, op->rate, op->ceil,
 					     QDISC_CHANGE);
 	case TREE_LEAF_ADD:
+		if (op->qdisc == TREE_QDISC_FQ_CODEL)
+			return netlink_fq_codel_set_at(nl, ifindex, id, op->flows);
 		return netlink_cake_set_at(nl, ifindex, id, TREE_LEAF_HANDLE(op->minor), &op->cake,
 					   QDISC_REPLACE);
 	case TREE_LEAF_CHANGE:
@@ -84,7 +86,7 @@ static const char *op_name(enum tree_op_kind kind)
 {
 	static const char *const names[] = {
 		[TREE_FILTER_DEL] = "delete filter",	[TREE_CLASS_ADD] = "add class",
-		[TREE_CLASS_CHANGE] = "change class",	[TREE_LEAF_ADD] = "add cake to class",
+		[TREE_CLASS_CHANGE] = "change class",	[TREE_LEAF_ADD] = "add leaf to class",
 		[TREE_LEAF_CHANGE] = "change cake of class", [TREE_FILTER_ADD] = "add filter",
 		[TREE_CLASS_DEL] = "delete class",
 	};
@@ -124,8 +126,11 @@ static int leaves_check(const struct link_info *link, GArray *ops)
 	uint64_t n = 0, avail, total;
 	struct leaves_need x;
 
-	for (guint i = 0; i < ops->len; i++)
-		n += g_array_index(ops, struct tree_op, i).kind == TREE_LEAF_ADD;
+	for (guint i = 0; i < ops->len; i++) {
+		const struct tree_op *op = &g_array_index(ops, struct tree_op, i);
+
+		n += op->kind == TREE_LEAF_ADD && op->qdisc == TREE_QDISC_CAKE;
+	}
 	if (!n)
 		return 0;
 	if (meminfo_read("/proc/meminfo", &avail, &total) < 0) {
@@ -137,7 +142,7 @@ static int leaves_check(const struct link_info *link, GArray *ops)
 	case LEAVES_REFUSED:
 		log_err("%s: %" PRIu64 " new cake leaves would take about %" PRIu64 " MiB of kernel "
 			"memory; %" PRIu64 " MiB is available, %" PRIu64 " MiB of it kept free: not "
-			"made (fewer peers with a rate of their own, or more memory)", link->name, n,
+			"made (leaf = lazy or fq_codel, fewer peers with a rate of their own, or more memory)", link->name, n,
 			x.need_kib >> 10, avail >> 10, x.reserve_kib >> 10);
 		return -ENOMEM;
 	case LEAVES_TIGHT:

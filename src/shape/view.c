@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "shape/tree-plan.h"
 #include "shape/tree-sync.h"
 #include "util/ifname.h"
 #include "engine.h"
@@ -54,6 +55,10 @@ static int view_tree(struct netlink *nl, const struct link_info *link,
 	for (guint i = 0; st->peers && i < st->peers->len; i++) {
 		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
 		struct shape_peer_view v = { .rate = w->rate, .minor = w->minor };
+		enum peer_leaf leaf = tree_leaf_of(w, st->tree_leaf);
+
+		v.leaf_setting = (uint8_t)leaf;
+		v.leaf_active = w->activity == PEER_ACTIVE;
 
 		snprintf(v.name, sizeof(v.name), "%s", w->name);
 		snprintf(v.source, sizeof(v.source), "%s", w->source);

@@ -203,6 +203,14 @@ static int word_fwmark(struct parse *p, const char *word, const char *val)
 	return 0;
 }
 
+static int word_leaf(struct parse *p, const char *word, const char *val)
+{
+	p->r.leaf = (uint8_t)peer_leaf_of(val);
+	if (!p->r.leaf)
+		return bad(p->err, p->errlen, "%s: '%s' is not lazy, cake nor fq_codel", word, val);
+	return 0;
+}
+
 /* The words that take a value; what the value may be is in each one's error. */
 static const struct {
 	const char *word;
@@ -217,6 +225,7 @@ static const struct {
 	{ "rtt", "TIME", word_rtt },
 	{ "memlimit", "SIZE", word_memlimit },
 	{ "fwmark", "MASK", word_fwmark },
+	{ "leaf", "lazy, cake or fq_codel", word_leaf },
 };
 
 /* Words that stand alone: cake's families, tc's rtt presets and overhead keywords. */

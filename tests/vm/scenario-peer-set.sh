@@ -230,7 +230,7 @@ for i in range(int(sys.argv[1])):
 awk '{ printf "peer %s allowed-ips %s\n", $1, $2 }' "$LAB_TMP/many.txt" |
 	xargs -r -n 1500 sh -c 'ip netns exec srv wg set wg0 "$@"' wg
 {
-	printf '[interface wg0]\negress = 20mbit\n'
+	printf '[interface wg0]\negress = 20mbit\nleaf = cake\n'
 	awk '{ printf "\n[peer m%d]\npublic-key = %s\ndownload = 2mbit\n", NR, $1 }' "$LAB_TMP/many.txt"
 } >"$LAB_TMP/many.conf"
 expect_wgshape_fails srv "wg0: [0-9]+ new cake leaves would take about [0-9]+ MiB of kernel memory; [0-9]+ MiB is available" \
