@@ -59,7 +59,7 @@ expect_between() {
 	fi
 }
 # settle WANT CMD...: WireGuard tells nobody when its peers change, so the
-# daemon looks every 5 s: wait up to 10 s (two looks) for CMD to print WANT;
+# daemon looks every 2 s: wait up to 10 s (a few looks) for CMD to print WANT;
 # WAITED says how long it took.
 settle() {
 	local want=$1 i
