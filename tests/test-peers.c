@@ -791,6 +791,16 @@ static const struct tree_op *op_for(GArray *ops, enum tree_op_kind kind, uint16_
 	return NULL;
 }
 
+/* Plan in again (into p, cleared by the caller) and its ops against k (ops emptied first). */
+static void replan(struct tree_input *in, const struct tree_kernel *k, struct tree_plan *p,
+		   GArray *ops)
+{
+	g_array_set_size(ops, 0);
+	tree_plan_init(p);
+	g_assert_cmpint(tree_plan(in, p), ==, 0);
+	tree_diff(p, k, ops);
+}
+
 /*
  * Leaves: lazy is cake while the peer is active and a small fq_codel while
  * idle; cake and fq_codel are what they say; a peer's own leaf over the
@@ -843,10 +853,7 @@ static void test_leaves(void)
 
 	/* the idle peer moves traffic: its leaf alone becomes cake */
 	wants[1].activity = PEER_ACTIVE;
-	g_array_set_size(ops, 0);
-	tree_plan_init(&p);
-	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
-	tree_diff(&p, &kv, ops);
+	replan(&in, &kv, &p, ops);
 	g_assert_cmpuint(ops->len, ==, 1);
 	op = &g_array_index(ops, struct tree_op, 0);
 	g_assert_cmpint(op->kind, ==, TREE_LEAF_ADD);
@@ -857,10 +864,7 @@ static void test_leaves(void)
 	/* the active one goes idle: its cake alone is taken back */
 	wants[1].activity = PEER_IDLE;
 	wants[0].activity = PEER_IDLE;
-	g_array_set_size(ops, 0);
-	tree_plan_init(&p);
-	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
-	tree_diff(&p, &kv, ops);
+	replan(&in, &kv, &p, ops);
 	g_assert_cmpuint(ops->len, ==, 1);
 	op = &g_array_index(ops, struct tree_op, 0);
 	g_assert_cmpuint(op->minor, ==, wants[0].minor);
@@ -870,10 +874,7 @@ static void test_leaves(void)
 
 	/* leaf = cake on the interface: the lazy peers get cake, a peer's own fq_codel stays */
 	in.leaf = PEER_LEAF_CAKE;
-	g_array_set_size(ops, 0);
-	tree_plan_init(&p);
-	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
-	tree_diff(&p, &kv, ops);
+	replan(&in, &kv, &p, ops);
 	/* (the kernel still has peer 1's cake: peer 2's alone is made) */
 	g_assert_cmpuint(ops->len, ==, 1);
 	g_assert_cmpuint(op_for(ops, TREE_LEAF_ADD, wants[1].minor)->qdisc, ==, TREE_QDISC_CAKE);
@@ -887,10 +888,7 @@ static void test_leaves(void)
 	for (guint i = 0; i < k.qdiscs->len; i++)
 		g_array_index(k.qdiscs, struct qdisc_info, i).fq_flows *= 2;
 	kv = view(&k);
-	g_array_set_size(ops, 0);
-	tree_plan_init(&p);
-	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
-	tree_diff(&p, &kv, ops);
+	replan(&in, &kv, &p, ops);
 	/* peer 2 (idle, was 64) and peer 4 (fq_codel, was 1024); peer 1 was cake */
 	g_assert_nonnull(op_for(ops, TREE_LEAF_ADD, wants[1].minor));
 	g_assert_nonnull(op_for(ops, TREE_LEAF_ADD, wants[3].minor));

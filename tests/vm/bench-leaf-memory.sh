@@ -22,25 +22,17 @@
 # lab-smp: 2
 . "$(dirname "$0")/lib.sh"
 
+need_wgshape
+need_tools ip tc wg awk
+need_python
+stop_on_exit
+
 SIZES=("$@")
 [ "${#SIZES[@]}" -gt 0 ] || SIZES=(1000)
 ACTIVE=${WGSHAPE_BENCH_ACTIVE:-50}
 CONF=$LAB_TMP/srv.conf
 DLOG=$LAB_TMP/daemon.log
 MONF=$LAB_TMP/srv-monitor.txt
-PY=/usr/bin/python3
-DPID=''
-
-need_wgshape
-need_tools ip tc wg awk
-[ -x "$PY" ] || PY=$(command -v python3) || die "python3 is missing"
-
-lm_cleanup() {
-	[ -z "$DPID" ] || kill "$DPID" 2>/dev/null || true
-	lab_cleanup
-}
-trap lm_cleanup EXIT
-
 lab_topology ipv4
 ip -n srv route add 10.64.0.0/16 dev wg0
 

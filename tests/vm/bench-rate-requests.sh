@@ -28,18 +28,11 @@ REQUESTS=${WGSHAPE_BENCH_REQUESTS:-30}
 CONF=$LAB_TMP/srv.conf
 DLOG=$LAB_TMP/daemon.log
 MONF=$LAB_TMP/srv-monitor.txt
-PY=/usr/bin/python3
-DPID=''
 
 need_wgshape
 need_tools ip tc wg awk
-[ -x "$PY" ] || PY=$(command -v python3) || die "python3 is missing (the request datagrams need it)"
-
-rr_cleanup() {
-	[ -z "$DPID" ] || kill "$DPID" 2>/dev/null || true
-	lab_cleanup
-}
-trap rr_cleanup EXIT
+need_python
+stop_on_exit
 
 lab_topology ipv4
 CLI_KEY=$(cat "$LAB_TMP/cli.pub")

@@ -640,6 +640,19 @@ trace_line() {
 
 # ---- daemons and their CPU ---------------------------------------------------
 
+# need_python: PY, the python3 a script's helpers run (dies without one).
+need_python() {
+	PY=/usr/bin/python3
+	[ -x "$PY" ] || PY=$(command -v python3) || die "python3 is missing (the script's helpers need it)"
+}
+
+# stop_on_exit: at exit, end DPID (a daemon the script started and keeps in
+# DPID, or '') before the lab goes.
+stop_on_exit() {
+	DPID=''
+	trap '[ -z "$DPID" ] || kill "$DPID" 2>/dev/null || true; lab_cleanup' EXIT
+}
+
 # start_daemon NS CONF LOG: `wgshape -v -c CONF daemon` in NS, until it logs
 # 'running'; the pid in DAEMON_PID.
 start_daemon() {

@@ -13,12 +13,12 @@
 # then goes through that cake; a peer with leaf = cake keeps its cake idle.
 . "$(dirname "$0")/lib.sh"
 
+IDLE=5 # leaf-idle, seconds
 need_wgshape
 need_tools iperf3
 lab_topology ipv4
 iperf_server srv "$SRV_TUN4"
 CLI_KEY=$(cat "$LAB_TMP/cli.pub")
-IDLE=5
 
 # leaf_of CLASSID: "KIND FLOWS" of the qdisc under srv wg0's class CLASSID
 # (FLOWS: fq_codel's, else -), or (none).
