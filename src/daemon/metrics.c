@@ -276,9 +276,9 @@ void metrics_add_view(struct metrics *m, const struct shape_view *v)
 
 			if (p->present && p->has_class && p->leaf_setting)
 				add_leaf(m, v->link.name, peer, p);
-			if (!p->present || !p->has_class || !p->has_leaf ||
-			    strcmp(p->leaf.kind, "cake") != 0)
+			if (!p->present || !p->has_class)
 				continue;
+			/* a leaf that is not cake has no cake figures: its rate and source alone */
 			add_cake(m, v->link.name, "egress", peer, p->source, v->link.name,
 				 p->cls.ceil, &p->leaf);
 		}

@@ -87,6 +87,8 @@ wgshape srv metrics
 expect_match "metrics: the idle peer's leaf" \
 	'wgshape_peer_leaf_info\{interface="wg0",peer="idle",leaf="fq_codel",setting="lazy",active="no"\} 1' \
 	"$WG_OUT"
+expect_match "metrics: the idle peer's rate, though its leaf is not cake" \
+	'wgshape_rate_bytes_per_second\{interface="wg0",direction="egress",peer="idle"\} 250000' "$WG_OUT"
 
 step "laptop idle for leaf-idle ($IDLE s): its cake taken back, nothing else changed"
 from=$(wc -l <"$MON")
