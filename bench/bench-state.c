@@ -52,6 +52,8 @@ int main(int argc, char **argv)
 	int count = argc > 1 ? argc - 1 : (int)G_N_ELEMENTS(def);
 	g_autofree char *dir = g_build_filename(g_get_current_dir(), "bench-state.d", NULL);
 
+	state_cache_enable(); /* "cached read" is the daemon's */
+
 	if (g_mkdir_with_parents(dir, 0700) < 0 || chmod(dir, 0700) < 0) {
 		fprintf(stderr, "bench-state: %s: cannot make it\n", dir);
 		return 1;

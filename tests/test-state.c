@@ -522,6 +522,7 @@ static void test_not_regular(void)
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
+	state_cache_enable(); /* as the daemon: /state/cache and /state/cache-as-parsed need it */
 	g_test_add_func("/state/ifname", test_ifname);
 	g_test_add_func("/state/roundtrip", test_roundtrip);
 	g_test_add_func("/state/cache", test_cache);

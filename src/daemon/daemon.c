@@ -222,6 +222,7 @@ int daemon_run(const struct daemon_opts *opts)
 	d.cfg = config_load_logged(opts->config_path);
 	if (!d.cfg)
 		return -EINVAL;
+	state_cache_enable();
 	r = start(&d);
 	if (r == 0) {
 		notify_systemd("READY=1");

@@ -169,7 +169,9 @@ counts() {
 # download), applied with `wgshape -c FILE apply wg0`; one peer's rate changed
 # with `wgshape set wg0 peer KEY download RATE`; `wgshape clear wg0`. wgshape's
 # tree (wgshape(8), PER-PEER SHAPING) is design 4 with a cap class and a
-# default class: N + 2 classes, N + 1 cake leaves, a flower filter per prefix.
+# default class: N + 2 classes, N + 1 leaves (lazy: the peers have no
+# endpoints, so a 64-flow fq_codel each; the default class cake), a flower
+# filter per prefix.
 write_wgshape_conf() {
 	{
 		echo "[interface wg0]"
@@ -422,7 +424,7 @@ for n in "${SIZES[@]}"; do
 		m_w=$(meminfo)
 		info "wgshape apply: $WG_MS ms, $(awk -v t="$WG_MS" -v n="$n" 'BEGIN { printf "%.2f", t / n }') ms a peer ($(counts))"
 		SUMMARY+=("$(printf '%6d peers  build, wgshape apply                %8d ms  (%.2f ms a peer)' "$n" "$WG_MS" "$(awk -v t="$WG_MS" -v n="$n" 'BEGIN { print t / n }')")")
-		memdelta "wgshape's tree (cake leaves, one more for the default class)" "$m2" "$m_w" "$n"
+		memdelta "wgshape's tree (lazy leaves: idle peers fq_codel, the default class cake)" "$m2" "$m_w" "$n"
 		SUMMARY+=("$(printf '%6d peers  memory, wgshape tree                   %8.1f MiB (%.1f KiB a peer; slab %.1f KiB)' "$n" "$(awk -v k="$MEM_USED_KIB" 'BEGIN { print k / 1024 }')" "$(awk -v k="$MEM_USED_KIB" -v n="$n" 'BEGIN { print k / n }')" "$(awk -v k="$MEM_SLAB_KIB" -v n="$n" 'BEGIN { print k / n }')")")
 		tot=0 ok=1
 		for r in 1 2 3 4 5; do
