@@ -274,10 +274,10 @@ void metrics_add_view(struct metrics *m, const struct shape_view *v)
 			    &g_array_index(v->peers, struct shape_peer_view, i);
 			const char *peer = p->name[0] ? p->name : p->key;
 
-			if (p->present && p->has_class && p->leaf_setting)
-				add_leaf(m, v->link.name, peer, p);
 			if (!p->present || !p->has_class)
 				continue;
+			if (p->leaf_setting)
+				add_leaf(m, v->link.name, peer, p);
 			/* a leaf that is not cake has no cake figures: its rate and source alone */
 			add_cake(m, v->link.name, "egress", peer, p->source, v->link.name,
 				 p->cls.ceil, &p->leaf);

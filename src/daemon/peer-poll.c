@@ -50,7 +50,7 @@ static bool leaf_active(GHashTable *seen, const struct peer_want *w, uint64_t by
 		s->bytes = bytes;
 		s->moved = now;
 	}
-	return !strcmp(w->source, PEER_SOURCE_LEASE) || now - s->moved < (gint64)idle;
+	return peer_leased(w) || now - s->moved < (gint64)idle;
 }
 
 /* Lazy leaves after their peers' traffic in this dump (shape_peers_activity). */
@@ -83,7 +83,8 @@ static void leaves_follow(struct daemon *d, const char *ifname, const struct sha
 	}
 	if (flips->len)
 		shape_peers_activity(d->nl, d->opts->statedir, ifname,
-				     (const struct peer_seen *)(void *)flips->data, flips->len);
+				     (const struct peer_seen *)(void *)flips->data, flips->len,
+				     peers, n);
 }
 
 /* Does a [peer] section call for a look at ifname (it names it, or names no interface)? */

@@ -67,7 +67,7 @@ const struct peer_want *peer_rate_only(const struct shape_state *st,
 		if (old->opts.has != w->opts.has || strcmp(old->options, w->options) != 0)
 			return NULL;
 		/* a lease makes a lazy leaf's peer active: its cake is made */
-		if (!strcmp(w->source, PEER_SOURCE_LEASE) && old->activity != PEER_ACTIVE &&
+		if (peer_leased(w) && old->activity != PEER_ACTIVE &&
 		    tree_leaf_of(old, st->tree_leaf) == PEER_LEAF_LAZY)
 			return NULL;
 		return old->minor ? old : NULL;

@@ -87,7 +87,7 @@ static void peers_judge(GArray *wants, const struct wg_dump *wg)
 		struct peer_want *w = &g_array_index(wants, struct peer_want, i);
 		const struct wg_peer *p = g_hash_table_lookup(peers, w->key);
 
-		if (!strcmp(w->source, PEER_SOURCE_LEASE))
+		if (peer_leased(w))
 			w->activity = PEER_ACTIVE;
 		else if (w->activity == PEER_UNJUDGED && p)
 			w->activity = p->last_handshake &&
@@ -97,11 +97,15 @@ static void peers_judge(GArray *wants, const struct wg_dump *wg)
 	}
 }
 
-/* The tree's classes, leaves and filters as st says, against what the kernel has. */
+/*
+ * The tree's classes, leaves and filters as st's peers say, with these cap,
+ * options and leaf, against what the kernel has; st takes them when done.
+ */
 static int tree_resync(struct netlink *nl, const struct link_info *link, struct shape_state *st,
-		       const struct cake_opts *opts, bool fresh, struct wg_dump *wg)
+		       uint64_t cap, const struct cake_opts *opts, uint8_t leaf, bool fresh,
+		       struct wg_dump *wg)
 {
-	struct tree_input in = { .cap = st->cap, .opts = *opts, .leaf = st->tree_leaf };
+	struct tree_input in = { .cap = cap, .opts = *opts, .leaf = leaf };
 	unsigned int changes;
 	int r;
 
@@ -114,15 +118,18 @@ static int tree_resync(struct netlink *nl, const struct link_info *link, struct 
 	in.peers = wg->peers;
 	in.n_peers = wg->n;
 	r = tree_sync(nl, link, &in, fresh, &changes);
-	if (r == 0)
-		st->tree_opts = in.opts;
-	return r;
+	if (r < 0)
+		return r;
+	st->cap = cap;
+	st->tree_opts = in.opts;
+	st->tree_leaf = leaf;
+	return 0;
 }
 
 int egress_tree_resync(struct netlink *nl, const struct link_info *link, struct shape_state *st,
 		       struct wg_dump *wg)
 {
-	return tree_resync(nl, link, st, &st->tree_opts, false, wg);
+	return tree_resync(nl, link, st, st->cap, &st->tree_opts, st->tree_leaf, false, wg);
 }
 
 /*
@@ -135,8 +142,7 @@ static int egress_tree_set(struct netlink *nl, const char *ifname, const struct 
 			   uint8_t leaf, struct wg_dump *wg, struct undo *u)
 {
 	struct cake_opts opts = st->tree_opts;
-	uint64_t was_cap;
-	uint8_t was_leaf;
+	uint8_t tree_leaf = st->tree_leaf;
 	bool fresh = false;
 	int r;
 
@@ -151,20 +157,12 @@ static int egress_tree_set(struct netlink *nl, const char *ifname, const struct 
 	/* every cake of the tree: the options given so far, these on top */
 	if (fresh && !st->tree) {
 		memset(&opts, 0, sizeof(opts));
-		st->tree_leaf = PEER_LEAF_UNSET;
+		tree_leaf = PEER_LEAF_UNSET;
 	}
 	cake_opts_merge(&opts, o);
-	was_cap = st->cap;
-	was_leaf = st->tree_leaf;
-	if (leaf)
-		st->tree_leaf = leaf;
-	st->cap = cap;
-	r = tree_resync(nl, link, st, &opts, fresh, wg);
-	if (r < 0) {
-		st->cap = was_cap;
-		st->tree_leaf = was_leaf;
+	r = tree_resync(nl, link, st, cap, &opts, leaf ? leaf : tree_leaf, fresh, wg);
+	if (r < 0)
 		return r;
-	}
 	if (fresh)
 		log_debug("%s: per-peer shaping: %u peers wanted, cap %s", ifname,
 			  st->peers ? st->peers->len : 0, cap ? "set" : "none");

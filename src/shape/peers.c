@@ -86,6 +86,11 @@ gboolean wg_key_equal(gconstpointer a, gconstpointer b)
 	return memcmp(a, b, WG_KEY_LEN) == 0;
 }
 
+bool peer_leased(const struct peer_want *w)
+{
+	return !strcmp(w->source, PEER_SOURCE_LEASE);
+}
+
 static const char *const leaf_names[] = {
 	[PEER_LEAF_LAZY] = "lazy",
 	[PEER_LEAF_CAKE] = "cake",

@@ -78,6 +78,9 @@ struct peer_want {
 	uint8_t activity; /* enum peer_activity, for a lazy leaf (kept in the state) */
 };
 
+/* Does w's client hold a lease on its rate (then it is active, whatever its traffic)? */
+bool peer_leased(const struct peer_want *w);
+
 /* Does a contain b (same family, a's prefix no longer and matching)? */
 bool tc_prefix_contains(const struct tc_prefix *a, const struct tc_prefix *b);
 /* "10.0.0.0/24", "fd00::1/128" */

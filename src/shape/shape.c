@@ -421,11 +421,13 @@ out:
 }
 
 int shape_peers_activity(struct netlink *nl, const char *statedir, const char *ifname,
-			 const struct peer_seen *seen, size_t n)
+			 const struct peer_seen *seen, size_t n, const struct wg_peer *peers,
+			 size_t n_peers)
 {
 	g_autoptr(GHashTable) by_key = g_hash_table_new(wg_key_hash, wg_key_equal);
 	struct shape_state st = { 0 };
-	struct wg_dump wg = { 0 };
+	/* the caller's dump, not read again (nor freed here) */
+	struct wg_dump wg = { .read = true, .peers = (struct wg_peer *)peers, .n = n_peers };
 	struct link_info link;
 	char stale_ifb[IFNAME_SIZE];
 	unsigned int changed = 0, active = 0;
@@ -456,7 +458,6 @@ int shape_peers_activity(struct netlink *nl, const char *statedir, const char *i
 	if (r == 0 && changed)
 		log_info("%s: lazy leaves: %u peers became active (cake), %u idle (fq_codel)",
 			 ifname, active, changed - active);
-	wg_peers_free(wg.peers, wg.n);
 	shape_state_clear(&st);
 	return r < 0 ? r : (int)changed;
 }

@@ -75,10 +75,12 @@ struct peer_seen {
 /*
  * The peers' activity into ifname's state, and each lazy leaf after it:
  * cake for an active peer, a small fq_codel for an idle one. Peers not in
- * seen keep theirs. How many changed, or < 0 (said).
+ * seen keep theirs. peers: ifname's WireGuard peers, as the caller just
+ * dumped them. How many changed, or < 0 (said).
  */
 int shape_peers_activity(struct netlink *nl, const char *statedir, const char *ifname,
-			 const struct peer_seen *seen, size_t n);
+			 const struct peer_seen *seen, size_t n, const struct wg_peer *peers,
+			 size_t n_peers);
 /*
  * Remove both directions and put back what was there. Idempotent. For an
  * interface that is gone, removes its IFB and state.

@@ -41,13 +41,13 @@ struct shape_state {
 char *state_dir_for_netns(const char *base);
 
 void shape_state_clear(struct shape_state *st);
-/* A copy of from that owns its own memory (clear it as any other). */
 /*
  * Keep each state's text and what it parsed to in memory, so that reading a
  * state back that did not change is a compare, not a parse (the daemon).
  * Off by default: a command reads its state once.
  */
 void state_cache_enable(void);
+/* A copy of from that owns its own memory (clear it as any other). */
 void state_copy(const struct shape_state *from, struct shape_state *to);
 /*
  * -ENOENT when there is no state for ifname; -EPERM, -EINVAL, -EFBIG (logged)
