@@ -123,11 +123,26 @@ root_handle() { root_field cli "$TUN" .handle; }
 is_shaped_at() { [ "$(root_kind)" = cake ] && [ "$(root_field cli "$TUN" .options.bandwidth)" = "$1" ]; }
 is_unshaped() { [ "$(root_kind)" = noqueue ]; }
 
+# Who did what, printed where a wait for the tunnel's qdisc failed: the
+# end-of-run logs are a later daemon's, and a race between the hook and the
+# daemon shows only here.
+why_not() {
+	info "$1: wgshape show $TUN:"
+	ip netns exec cli "$WGSHAPE" show "$TUN" 2>&1 | head -6 | sed 's/^/     | /'
+	info "$1: tc monitor (last lines):"
+	tail -12 "$MON" | sed 's/^/     | /'
+	[ ! -s "$DLOG" ] || { info "$1: daemon log (last lines):"; tail -30 "$DLOG" | sed 's/^/     | /'; }
+	[ ! -s "$LAB_TMP/dispatcher.log" ] ||
+		{ info "$1: nm-dispatcher (last lines):"; tail -30 "$LAB_TMP/dispatcher.log" | sed 's/^/     | /'; }
+}
+
 # expect_shaped WHAT BYTES: wait for cake at BYTES/s on the tunnel, check it.
 expect_shaped() {
 	local t0=$EPOCHREALTIME
 	if wait_cond 60 is_shaped_at "$2"; then
 		info "$1: shaped $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms after NetworkManager's answer"
+	else
+		why_not "$1"
 	fi
 	expect_cake cli "$TUN" bandwidth="$2"
 }
@@ -136,6 +151,8 @@ expect_unshaped() {
 	local t0=$EPOCHREALTIME
 	if wait_cond 60 is_unshaped; then
 		info "$1: unshaped $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", (b - a) * 1000 }') ms after NetworkManager's answer"
+	else
+		why_not "$1"
 	fi
 	expect_eq "$1: $TUN root qdisc" noqueue "$(root_kind)"
 }
