@@ -156,6 +156,104 @@ static void test_cache(void)
 	shape_state_clear(&st);
 }
 
+static unsigned int kicks;
+static void count_kick(void *arg)
+{
+	(void)arg;
+	kicks++;
+}
+
+/* The rate of wg0's first peer as its file says (a new process's view). */
+static uint64_t file_rate(const char *path)
+{
+	g_autofree char *text = NULL;
+	struct shape_state st = { 0 };
+	uint64_t rate;
+
+	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+	g_assert_cmpint(state_parse(text, strlen(text), &st), ==, 0);
+	rate = g_array_index(st.peers, struct peer_want, 0).rate;
+	shape_state_clear(&st);
+	return rate;
+}
+
+/* state_save_behind: loaded back at once, in the file at the flush, which yields to another writer. */
+static void test_write_behind(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
+	g_autofree char *path1 = g_build_filename(dir, "wg1.state", NULL);
+	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
+	struct shape_state st = { .ifindex = 5, .egress = true, .tree = true }, back = { 0 };
+	struct peer_want w = { .rate = 1250000, .minor = 0x10 };
+
+	g_strlcpy(st.orig_kind, "noqueue", sizeof(st.orig_kind));
+	st.peers = g_array_new(false, true, sizeof(struct peer_want));
+	memset(w.key, 7, sizeof(w.key));
+	g_array_append_val(st.peers, w);
+
+	/* not asked for: written at once */
+	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_cmpuint(file_rate(path), ==, 1250000);
+
+	state_write_behind(count_kick, NULL);
+	kicks = 0;
+	/* a state this process has not seen is written at once, too */
+	g_assert_cmpint(state_save_behind(dir, "wg1", &st), ==, 0);
+	g_assert_true(g_file_test(path1, G_FILE_TEST_EXISTS));
+	g_assert_cmpuint(kicks, ==, 0);
+	g_assert_cmpint(state_remove(dir, "wg1"), ==, 0);
+
+	/* two changes: one kick, loads see the last, the file the first until the flush */
+	g_array_index(st.peers, struct peer_want, 0).rate = 2500000;
+	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_array_index(st.peers, struct peer_want, 0).rate = 3750000;
+	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_cmpuint(kicks, ==, 1);
+	g_assert_cmpuint(file_rate(path), ==, 1250000);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 3750000);
+	shape_state_clear(&back);
+	g_assert_cmpint(state_flush(lost), ==, 0);
+	g_assert_cmpuint(lost->len, ==, 0);
+	g_assert_cmpuint(file_rate(path), ==, 3750000);
+
+	/* another process writes in between: its file stays, the interface is named */
+	g_array_index(st.peers, struct peer_want, 0).rate = 5000000;
+	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_cmpuint(kicks, ==, 2);
+	g_array_index(st.peers, struct peer_want, 0).rate = 625000;
+	{
+		g_autofree char *text = NULL, *edited = NULL;
+
+		g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+		g_assert_nonnull(strstr(text, "rate=3750000"));
+		*strstr(text, "rate=3750000") = '\0';
+		edited = g_strconcat(text, "rate=625000\n", NULL);
+		g_assert_true(g_file_set_contents(path, edited, -1, NULL));
+	}
+	g_assert_cmpint(state_flush(lost), ==, 0);
+	g_assert_cmpuint(lost->len, ==, 1);
+	g_assert_cmpstr(lost->pdata[0], ==, "wg0");
+	g_assert_cmpuint(file_rate(path), ==, 625000);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 625000);
+	shape_state_clear(&back);
+
+	/* removed while not yet written: gone, and the flush writes nothing */
+	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
+	g_ptr_array_set_size(lost, 0);
+	g_assert_cmpint(state_flush(lost), ==, 0);
+	g_assert_cmpuint(lost->len, ==, 0);
+	g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, -ENOENT);
+
+	state_write_behind(NULL, NULL);
+	safe_tmp_rm(dir);
+	shape_state_clear(&st);
+}
+
 static void assert_same_state(const struct shape_state *a, const struct shape_state *b)
 {
 	g_assert_cmpint(a->ifindex, ==, b->ifindex);
@@ -527,6 +625,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/state/roundtrip", test_roundtrip);
 	g_test_add_func("/state/cache", test_cache);
 	g_test_add_func("/state/cache-as-parsed", test_cache_as_parsed);
+	g_test_add_func("/state/write-behind", test_write_behind);
 	g_test_add_func("/state/refuses", test_refuses);
 	g_test_add_func("/state/cut-utf8", test_cut_utf8);
 	g_test_add_func("/state/hold", test_hold);

@@ -132,6 +132,47 @@ bool daemon_reload(struct daemon *d)
 	return true;
 }
 
+/*
+ * States a rate request changed reach their files this long after the
+ * first change (state_save_behind): one write for all the requests in
+ * between. A daemon killed in that time loses them from the state files,
+ * not from the leases, which are written before the answer: started again,
+ * it shapes from the leases.
+ */
+#define FLUSH_MS 200
+
+static gboolean on_flush(gpointer data)
+{
+	struct daemon *d = data;
+	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
+
+	d->flush_timer = 0;
+	state_flush(lost);
+	for (guint i = 0; i < lost->len; i++) {
+		log_debug("%s: its state changed behind the daemon's back: looking again",
+			  (const char *)lost->pdata[i]);
+		daemon_schedule(d, lost->pdata[i], 0);
+	}
+	return G_SOURCE_REMOVE;
+}
+
+static void flush_kick(void *arg)
+{
+	struct daemon *d = arg;
+
+	if (!d->flush_timer)
+		d->flush_timer = g_timeout_add(FLUSH_MS, on_flush, d);
+}
+
+static void flush_now(struct daemon *d)
+{
+	if (d->flush_timer) {
+		g_source_remove(d->flush_timer);
+		d->flush_timer = 0;
+	}
+	state_flush(NULL);
+}
+
 static void clear_configured(struct daemon *d)
 {
 	char **names = NULL;
@@ -193,6 +234,7 @@ static void stop(struct daemon *d)
 {
 	adapters_stop_all(d);
 	rate_channel_stop(d);
+	flush_now(d);
 	if (d->cfg->clear_on_exit)
 		clear_configured(d);
 	metrics_file_stop(d, NULL);
@@ -223,6 +265,7 @@ int daemon_run(const struct daemon_opts *opts)
 	if (!d.cfg)
 		return -EINVAL;
 	state_cache_enable();
+	state_write_behind(flush_kick, &d);
 	r = start(&d);
 	if (r == 0) {
 		notify_systemd("READY=1");
@@ -232,6 +275,8 @@ int daemon_run(const struct daemon_opts *opts)
 		stop(&d);
 		log_info("stopped");
 	}
+	flush_now(&d); /* also when start failed half way */
+	state_write_behind(NULL, NULL);
 	free_all(&d);
 	return r;
 }

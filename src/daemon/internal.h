@@ -28,6 +28,7 @@ struct daemon {
 	GHashTable *pending; /* ifname -> appearance time (µs, 0 if not new) */
 	bool resync;
 	guint idle;
+	guint flush_timer; /* states saved behind (rate requests) to their files */
 	/* kernel-events.c */
 	struct netlink_events *ev;
 	GHashTable *names; /* ifindex -> ifname of every link we have seen */

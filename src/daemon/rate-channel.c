@@ -110,7 +110,7 @@ static void on_rate_request(void *ud, const char *ifname, const uint8_t *key, ui
 	struct reconciler rc = daemon_reconciler(d);
 	struct rate_policy pol;
 	int64_t now = lease_now();
-	uint64_t granted = 0;
+	uint64_t granted = 0, rate;
 	int r;
 
 	rc.only = NULL;
@@ -124,15 +124,25 @@ static void on_rate_request(void *ud, const char *ifname, const uint8_t *key, ui
 		ans->status = RATE_REFUSED; /* this daemon does not look after ifname */
 		return;
 	}
-	/* now is in whole seconds: one more, so that a lease lasts at least its length */
-	r = lease_put(d->opts->statedir, ifname, key, ans->status == RATE_DEFAULT ? 0 : granted,
-		      now + d->cfg->client_lease + 1, now);
+	rate = ans->status == RATE_DEFAULT ? 0 : granted;
+	/*
+	 * The class first where one change is all it takes, the lease after;
+	 * otherwise reconciling plans from the leases: the lease first. (now is
+	 * in whole seconds: one more, so that a lease lasts at least its length.)
+	 */
+	r = granted_in_place(d, ifname, key, rate);
 	if (r == 0) {
-		r = granted_in_place(d, ifname, key, ans->status == RATE_DEFAULT ? 0 : granted);
-		if (r == 1)
+		r = lease_put(d->opts->statedir, ifname, key, rate, now + d->cfg->client_lease + 1,
+			      now);
+		if (r < 0)
+			daemon_schedule(d, ifname, 0); /* back to what the leases say */
+	} else if (r == 1) {
+		r = lease_put(d->opts->statedir, ifname, key, rate, now + d->cfg->client_lease + 1,
+			      now);
+		if (r == 0)
 			r = reconcile_iface(&rc, ifname);
 		/* not shaped as granted: no lease to apply later behind the client's back */
-		if (r < 0 && ans->status != RATE_DEFAULT)
+		if (r < 0 && rate)
 			lease_put(d->opts->statedir, ifname, key, 0, 0, now);
 	}
 	if (r < 0) {

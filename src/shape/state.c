@@ -288,8 +288,11 @@ void state_copy(const struct shape_state *from, struct shape_state *to)
  * (tests/vm/README.md).
  */
 struct state_cached {
-	GString *text;
+	GString *text; /* the file's text as last read or written */
 	struct shape_state st;
+	/* write-behind: st is newer than the file, which state_flush writes */
+	bool dirty;
+	char *dir, *ifname; /* where to, while dirty */
 };
 
 static GHashTable *cache; /* path -> struct state_cached */
@@ -308,7 +311,21 @@ static void cached_free(gpointer p)
 
 	g_string_free(c->text, true);
 	shape_state_clear(&c->st);
+	g_free(c->dir);
+	g_free(c->ifname);
 	g_free(c);
+}
+
+/* write-behind (state_write_behind): who is told of the first change not yet written */
+static void (*behind_kick)(void *arg);
+static void *behind_arg;
+static bool behind_kicked;
+
+void state_write_behind(void (*kick)(void *arg), void *arg)
+{
+	behind_kick = kick;
+	behind_arg = arg;
+	behind_kicked = false;
 }
 
 static void cache_drop(const char *path)
@@ -395,6 +412,63 @@ static void cache_put(const char *path, GString *text, const struct shape_state 
 	G_UNLOCK(cache);
 }
 
+/*
+ * Write-behind: st (a copy) becomes path's state now, its file later
+ * (state_flush). Only over a state read or written before, whose text is
+ * known: a state that is not on disk yet is written at once. false when it
+ * was not taken (the caller writes it).
+ */
+static bool cache_put_dirty(const char *path, const char *dir, const char *ifname,
+			    const struct shape_state *st)
+{
+	struct shape_state copy = { 0 };
+	struct state_cached *c;
+	bool kick = false;
+
+	if (!behind_kick)
+		return false;
+	state_copy(st, &copy);
+	if (as_parsed(&copy) < 0) {
+		shape_state_clear(&copy);
+		return false;
+	}
+	G_LOCK(cache);
+	c = cache ? g_hash_table_lookup(cache, path) : NULL;
+	if (c) {
+		shape_state_clear(&c->st);
+		c->st = copy;
+		if (!c->dirty) {
+			c->dirty = true;
+			c->dir = g_strdup(dir);
+			c->ifname = g_strdup(ifname);
+		}
+		kick = !behind_kicked;
+		behind_kicked = true;
+	}
+	G_UNLOCK(cache);
+	if (!c)
+		shape_state_clear(&copy);
+	if (kick)
+		behind_kick(behind_arg);
+	return c != NULL;
+}
+
+/* A copy of path's state into out when it has one not written yet. */
+static bool cache_get_dirty(const char *path, struct shape_state *out)
+{
+	struct state_cached *c;
+	bool hit = false;
+
+	G_LOCK(cache);
+	c = cache ? g_hash_table_lookup(cache, path) : NULL;
+	if (c && c->dirty) {
+		state_copy(&c->st, out);
+		hit = true;
+	}
+	G_UNLOCK(cache);
+	return hit;
+}
+
 /* A copy of path's state into out when text is what it last held. */
 static bool cache_get(const char *path, const GString *text, struct shape_state *out)
 {
@@ -420,10 +494,12 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 	if (!ifname_is_valid(ifname))
 		return -EINVAL;
 	file = g_strconcat(ifname, SUFFIX, NULL);
+	path = g_build_filename(dir, file, NULL);
+	if (cache_get_dirty(path, out))
+		return 0;
 	r = state_file_read(dir, file, STATE_MAX_BYTES, &text);
 	if (r < 0)
 		return r;
-	path = g_build_filename(dir, file, NULL);
 	if (cache_get(path, text, out))
 		return 0;
 	r = state_parse(text->str, text->len, out);
@@ -501,15 +577,11 @@ int state_parse(const char *data, size_t len, struct shape_state *out)
 	return 0;
 }
 
-int state_save(const char *dir, const char *ifname, const struct shape_state *st)
+/* st as a state file's text (what state_parse reads); g_free() it. */
+static char *state_text(const struct shape_state *st, gsize *len)
 {
 	g_autoptr(GKeyFile) kf = g_key_file_new();
-	g_autofree char *file = NULL, *data = NULL, *path = NULL;
-	gsize len;
-	int r;
 
-	if (!ifname_is_valid(ifname))
-		return -EINVAL;
 	g_key_file_set_integer(kf, "interface", "ifindex", st->ifindex);
 	g_key_file_set_integer(kf, "interface", "overhead", st->overhead);
 	if (st->overhead_reason[0])
@@ -535,16 +607,96 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 	if (st->ingress)
 		g_key_file_set_string(kf, "ingress", "ifb", st->ifb);
 	peers_save(kf, st);
+	return g_key_file_to_data(kf, len, NULL);
+}
 
-	data = g_key_file_to_data(kf, &len, NULL);
-	file = g_strconcat(ifname, SUFFIX, NULL);
-	path = g_build_filename(dir, file, NULL);
+static int save_now(const char *dir, const char *ifname, const struct shape_state *st)
+{
+	g_autofree char *file = g_strconcat(ifname, SUFFIX, NULL);
+	g_autofree char *path = g_build_filename(dir, file, NULL);
+	g_autofree char *data = NULL;
+	gsize len;
+	int r;
+
+	data = state_text(st, &len);
 	r = state_file_write(dir, file, data, len);
 	if (r == 0)
 		cache_put(path, g_string_new_len(data, (gssize)len), st);
 	else
 		cache_drop(path);
 	return r;
+}
+
+int state_save(const char *dir, const char *ifname, const struct shape_state *st)
+{
+	if (!ifname_is_valid(ifname))
+		return -EINVAL;
+	return save_now(dir, ifname, st);
+}
+
+int state_save_behind(const char *dir, const char *ifname, const struct shape_state *st)
+{
+	g_autofree char *path = NULL;
+
+	if (!ifname_is_valid(ifname))
+		return -EINVAL;
+	path = state_path(dir, ifname);
+	if (cache_put_dirty(path, dir, ifname, st))
+		return 0;
+	return save_now(dir, ifname, st);
+}
+
+/* One dirty state (c, path's) to its file; false when the file changed behind our back. */
+static bool flush_one(const char *path, struct state_cached *c, int *r)
+{
+	g_autofree char *file = g_strconcat(c->ifname, SUFFIX, NULL);
+	g_autoptr(GString) now = NULL;
+	g_autofree char *data = NULL;
+	gsize len;
+
+	*r = state_file_read(c->dir, file, STATE_MAX_BYTES, &now);
+	if (*r < 0 || now->len != c->text->len || memcmp(now->str, c->text->str, now->len)) {
+		*r = 0;
+		return false;
+	}
+	data = state_text(&c->st, &len);
+	*r = state_file_write(c->dir, file, data, len);
+	if (*r < 0) {
+		log_err("%s: write state %s: %s", c->ifname, path, strerror(-*r));
+		return false;
+	}
+	g_string_free(c->text, true);
+	c->text = g_string_new_len(data, (gssize)len);
+	c->dirty = false;
+	g_clear_pointer(&c->dir, g_free);
+	g_clear_pointer(&c->ifname, g_free);
+	return true;
+}
+
+int state_flush(GPtrArray *lost)
+{
+	GHashTableIter it;
+	gpointer key, val;
+	int failed = 0, r;
+
+	G_LOCK(cache);
+	behind_kicked = false;
+	if (cache) {
+		g_hash_table_iter_init(&it, cache);
+		while (g_hash_table_iter_next(&it, &key, &val)) {
+			struct state_cached *c = val;
+
+			if (!c->dirty || flush_one(key, c, &r))
+				continue;
+			/* another process changed or removed it, or it could not be written */
+			if (lost)
+				g_ptr_array_add(lost, g_strdup(c->ifname));
+			failed = failed ? failed : r;
+			g_hash_table_iter_remove(&it);
+		}
+	}
+	G_UNLOCK(cache);
+	return failed;
 }
 
 int state_file_write(const char *dir, const char *name, const char *data, size_t len)

@@ -66,6 +66,23 @@ char *state_get_string(GKeyFile *kf, const char *group, const char *key);
 /* Atomic: a reader sees the old file or the new one, never a torn one. */
 int state_save(const char *dir, const char *ifname, const struct shape_state *st);
 /*
+ * Write-behind, for a process that changes a state many times a second (the
+ * daemon's rate requests): once state_write_behind() gave a kick, and over a
+ * state this process read or wrote before (the cache's), state_save_behind
+ * makes st the state state_load gives back at once and its file is written
+ * at the next state_flush(); kick(arg) is called on the first change not yet
+ * written, to schedule that. Otherwise it is state_save.
+ */
+void state_write_behind(void (*kick)(void *arg), void *arg);
+int state_save_behind(const char *dir, const char *ifname, const struct shape_state *st);
+/*
+ * Every state not yet written, to its file. One that another process changed
+ * or removed in the meantime is left as that process made it: its interface
+ * name goes into lost (char *, may be NULL), for the caller to look at again.
+ * 0, or the first write's -errno.
+ */
+int state_flush(GPtrArray *lost);
+/*
  * Any file of ours in the state folder (IFNAME.state, IFNAME.leases, ...):
  * name in dir, read whole if it is fit to take orders from: a regular file
  * (not a FIFO, which would hang the read, nor a link to /dev/zero, which
