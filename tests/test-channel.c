@@ -474,14 +474,14 @@ static void test_gate_probe_flood(void)
 }
 
 /*
- * Everyone's budget: 30 peers within their own bursts use up the second's
- * 100 rate requests; the next second has 100 again. A peer over its own
- * budget takes nothing of everyone's.
+ * Everyone's budget: 60 peers within their own bursts use up the second's
+ * GATE_RATES_PER_SECOND rate requests; the next second has as many again. A
+ * peer over its own budget takes nothing of everyone's.
  */
 static void test_gate_shared(void)
 {
-	struct peer_row rows[30];
-	char addrs[30][16];
+	struct peer_row rows[60];
+	char addrs[60][16];
 	struct wg_peer *peers;
 	struct gate *g = gate_new();
 	uint8_t key[WG_KEY_LEN];
@@ -508,13 +508,14 @@ static void test_gate_shared(void)
 			busy += r == -EBUSY;
 		}
 	}
-	/* 10 of peer 0's and 90 more: the 500 refused took none */
+	g_assert_cmpuint(G_N_ELEMENTS(rows) * RATE_BURST, >, GATE_RATES_PER_SECOND);
+	/* peer 0's 10 and the rest: the 500 refused took none */
 	g_assert_cmpuint(ok, ==, GATE_RATES_PER_SECOND - RATE_BURST);
 	g_assert_cmpuint(busy, ==, (G_N_ELEMENTS(rows) - 1) * RATE_BURST - ok);
 	/* the probes' budget is apart */
-	g_assert_cmpint(gate_send(g, addrs[29], GATE_PROBE, t), ==, 0);
+	g_assert_cmpint(gate_send(g, addrs[59], GATE_PROBE, t), ==, 0);
 	/* the next second: everyone's budget again, the peers' own as they refilled */
-	g_assert_cmpint(gate_send(g, addrs[29], GATE_RATE, t + 1), ==, 0);
+	g_assert_cmpint(gate_send(g, addrs[59], GATE_RATE, t + 1), ==, 0);
 	/* and a peer no index holds is charged to nobody */
 	memset(key, 0xee, sizeof(key));
 	g_assert_cmpint(gate_take(g, IFX + 1, key, GATE_RATE, t + 1), ==, -EDQUOT);
@@ -808,6 +809,90 @@ static void test_lease_files(void)
 	safe_tmp_rm(dir);
 }
 
+static unsigned int lease_kicks;
+static void lease_kick(void *arg)
+{
+	(void)arg;
+	lease_kicks++;
+}
+
+/* Leases through a new process's eyes: the file parsed. */
+static guint file_leases(const char *dir, GArray *out)
+{
+	g_autofree char *text = file_text(dir, "wg0" LEASE_SUFFIX);
+
+	g_array_set_size(out, 0);
+	if (text)
+		g_assert_cmpint(lease_parse(text, strlen(text), out), ==, 0);
+	return out->len;
+}
+
+/* Write-behind: puts are loaded back at once, in the file at the flush, which yields to another writer. */
+static void test_lease_write_behind(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-lease");
+	g_autofree char *path = g_build_filename(dir, "wg0" LEASE_SUFFIX, NULL);
+	g_autoptr(GArray) back = g_array_new(false, true, sizeof(struct rate_lease));
+	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
+	g_autofree char *k9 = key_b64(9), *line = NULL;
+	uint8_t k[WG_KEY_LEN];
+
+	lease_write_behind(lease_kick, NULL);
+	lease_kicks = 0;
+	/* the first lease of an interface with no file: kept, no file yet, one kick */
+	key_of(1, k);
+	g_assert_cmpint(lease_put(dir, "wg0", k, 1000, 2000, 1000), ==, 0);
+	key_of(2, k);
+	g_assert_cmpint(lease_put(dir, "wg0", k, 2000, 1500, 1000), ==, 0);
+	g_assert_cmpuint(lease_kicks, ==, 1);
+	g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+	g_assert_cmpint(lease_load(dir, "wg0", back), ==, 0);
+	g_assert_cmpuint(back->len, ==, 2);
+	g_assert_true(is_lease(lease_at(back, 1), 2, 2000, 1500));
+	/* the flush writes those live at its time: key 2's ended */
+	g_assert_cmpint(lease_flush(1600, lost), ==, 0);
+	g_assert_cmpuint(lost->len, ==, 0);
+	g_assert_cmpuint(file_leases(dir, back), ==, 1);
+	g_assert_true(is_lease(lease_at(back, 0), 1, 1000, 2000));
+	/* and a load after it gives what the file says */
+	g_array_set_size(back, 0);
+	g_assert_cmpint(lease_load(dir, "wg0", back), ==, 0);
+	g_assert_cmpuint(back->len, ==, 1);
+
+	/* another process writes the file in between: its leases stand */
+	key_of(3, k);
+	g_assert_cmpint(lease_put(dir, "wg0", k, 3000, 3000, 1600), ==, 0);
+	g_assert_cmpuint(lease_kicks, ==, 2);
+	line = g_strdup_printf("%s 9000 3000\n", k9);
+	g_assert_true(g_file_set_contents(path, line, -1, NULL));
+	g_assert_cmpint(lease_flush(1600, lost), ==, 0);
+	g_assert_cmpuint(lost->len, ==, 1);
+	g_assert_cmpstr(lost->pdata[0], ==, "wg0");
+	g_assert_cmpuint(file_leases(dir, back), ==, 1);
+	g_assert_true(is_lease(lease_at(back, 0), 9, 9000, 3000));
+	g_array_set_size(back, 0);
+	g_assert_cmpint(lease_load(dir, "wg0", back), ==, 0);
+	g_assert_cmpuint(back->len, ==, 1);
+	g_assert_true(is_lease(lease_at(back, 0), 9, 9000, 3000));
+
+	/* the last one taken out: the file goes at the flush */
+	key_of(9, k);
+	g_assert_cmpint(lease_put(dir, "wg0", k, 0, 0, 1600), ==, 0);
+	g_assert_true(g_file_test(path, G_FILE_TEST_EXISTS));
+	g_ptr_array_set_size(lost, 0);
+	g_assert_cmpint(lease_flush(1600, lost), ==, 0);
+	g_assert_cmpuint(lost->len, ==, 0);
+	g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+
+	/* off: a put writes at once again */
+	lease_write_behind(NULL, NULL);
+	key_of(4, k);
+	g_assert_cmpint(lease_put(dir, "wg0", k, 4000, 3000, 1600), ==, 0);
+	g_assert_cmpuint(file_leases(dir, back), ==, 1);
+	g_assert_cmpint(lease_save(dir, "wg0", NULL, 0, 0), ==, 0);
+	safe_tmp_rm(dir);
+}
+
 /* Junk in a lease file is skipped, not fatal: the leases around it load. */
 static void test_lease_load_junk(void)
 {
@@ -1048,6 +1133,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/channel/lease/parse", test_lease_parse);
 	g_test_add_func("/channel/lease/parse-max", test_lease_parse_max);
 	g_test_add_func("/channel/lease/files", test_lease_files);
+	g_test_add_func("/channel/lease/write-behind", test_lease_write_behind);
 	g_test_add_func("/channel/lease/load-junk", test_lease_load_junk);
 	g_test_add_func("/channel/lease/orphans", test_lease_orphans);
 	g_test_add_func("/channel/lease/refuses", test_lease_refuses);

@@ -134,40 +134,124 @@ static char *lease_file(const char *ifname)
 	return g_strconcat(ifname, LEASE_SUFFIX, NULL);
 }
 
+/*
+ * Write-behind (lease_write_behind, the daemon): each interface's leases as
+ * last read or written, with that file's text (NULL: no file), so that a
+ * request changes them in memory and the file is written at the next
+ * lease_flush; a load reads the file and takes the kept leases when its text
+ * is theirs (another process's change is another text: parsed).
+ */
+struct kept {
+	GString *text; /* the file's, as last read or written; NULL: there was none */
+	GArray *leases; /* struct rate_lease */
+	bool dirty; /* leases are newer than the file */
+	char *dir, *ifname;
+};
+
+static GHashTable *kept; /* path -> struct kept, while write-behind is on */
+static void (*behind_kick)(void *arg);
+static void *behind_arg;
+static bool behind_kicked;
+
+static void kept_free(gpointer p)
+{
+	struct kept *k = p;
+
+	if (k->text)
+		g_string_free(k->text, true);
+	g_array_unref(k->leases);
+	g_free(k->dir);
+	g_free(k->ifname);
+	g_free(k);
+}
+
+void lease_write_behind(void (*kick)(void *arg), void *arg)
+{
+	behind_kick = kick;
+	behind_arg = arg;
+	behind_kicked = false;
+	if (!kick)
+		g_clear_pointer(&kept, g_hash_table_unref);
+	else if (!kept)
+		kept = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, kept_free);
+}
+
+static bool same_text(const GString *a, const GString *b)
+{
+	if (!a || !b)
+		return !a && !b;
+	return a->len == b->len && !memcmp(a->str, b->str, a->len);
+}
+
+/* Keep text (taken; NULL: no file) and a copy of leases from first as ifname's. */
+static struct kept *keep(const char *dir, const char *ifname, const char *path, GString *text,
+			 const GArray *leases, guint first)
+{
+	struct kept *k = g_new0(struct kept, 1);
+
+	k->text = text;
+	k->leases = g_array_new(false, true, sizeof(struct rate_lease));
+	if (leases->len > first)
+		g_array_append_vals(k->leases, &g_array_index(leases, struct rate_lease, first),
+				    leases->len - first);
+	k->dir = g_strdup(dir);
+	k->ifname = g_strdup(ifname);
+	g_hash_table_replace(kept, g_strdup(path), k);
+	return k;
+}
+
 int lease_load(const char *dir, const char *ifname, GArray *out)
 {
 	g_autoptr(GString) text = NULL;
-	g_autofree char *file = NULL;
+	g_autofree char *file = NULL, *path = NULL;
+	struct kept *k;
+	guint first = out->len;
 	int r, skipped;
 
 	if (!ifname_is_valid(ifname))
 		return -EINVAL;
 	file = lease_file(ifname);
+	path = g_build_filename(dir, file, NULL);
+	k = kept ? g_hash_table_lookup(kept, path) : NULL;
+	if (k && k->dirty) {
+		g_array_append_vals(out, k->leases->data, k->leases->len);
+		return 0;
+	}
 	/* the state files' care: safe folders, a regular file of ours, no link, a size cap */
 	r = state_file_read(dir, file, LEASE_MAX_BYTES, &text);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
+	if (r < 0 && r != -ENOENT)
 		return r;
-	skipped = lease_parse(text->str, text->len, out);
-	if (skipped) {
-		g_autofree char *path = g_build_filename(dir, file, NULL);
-
-		log_warn("leases: %s: skipped %d lines that are not a lease", TEXT_QUOTE(path),
-			 skipped);
+	if (k && same_text(k->text, text)) {
+		g_array_append_vals(out, k->leases->data, k->leases->len);
+		return 0;
 	}
+	if (text) {
+		skipped = lease_parse(text->str, text->len, out);
+		if (skipped)
+			log_warn("leases: %s: skipped %d lines that are not a lease",
+				 TEXT_QUOTE(path), skipped);
+	}
+	if (kept)
+		keep(dir, ifname, path, g_steal_pointer(&text), out, first);
 	return 0;
 }
 
-int lease_save(const char *dir, const char *ifname, const struct rate_lease *leases, size_t n,
-	       int64_t now)
+/* Those of leases that the file keeps at now (live, with a rate): what a load reads back. */
+static void live_only(GArray *leases, int64_t now)
 {
-	g_autoptr(GString) text = g_string_new(NULL);
-	g_autofree char *file = NULL;
+	for (guint i = leases->len; i-- > 0;) {
+		const struct rate_lease *l = &g_array_index(leases, struct rate_lease, i);
 
-	if (!ifname_is_valid(ifname))
-		return -EINVAL;
-	file = lease_file(ifname);
+		if (!rate_lease_live(l, now) || !l->rate)
+			g_array_remove_index(leases, i);
+	}
+}
+
+/* The file's text for leases (those live at now); NULL when there are none. */
+static GString *leases_text(const struct rate_lease *leases, size_t n, int64_t now)
+{
+	GString *text = g_string_new(NULL);
+
 	for (size_t i = 0; i < n; i++) {
 		char key[45];
 
@@ -178,30 +262,145 @@ int lease_save(const char *dir, const char *ifname, const struct rate_lease *lea
 		g_string_append_printf(text, "%s %" PRIu64 " %" PRId64 "\n", key, leases[i].rate,
 				       leases[i].until);
 	}
-	/* none live: no file, so that a reader finds nothing rather than an empty list */
-	if (!text->len)
-		return state_file_remove(dir, file);
-	return state_file_write(dir, file, text->str, text->len);
+	if (!text->len) {
+		g_string_free(text, true);
+		return NULL;
+	}
+	return text;
+}
+
+/* text (taken; NULL: none live, so no file: a reader finds nothing rather than an empty list). */
+static int write_text(const char *dir, const char *file, GString *text)
+{
+	int r = text ? state_file_write(dir, file, text->str, text->len)
+		     : state_file_remove(dir, file);
+
+	if (text)
+		g_string_free(text, true);
+	return r;
+}
+
+int lease_save(const char *dir, const char *ifname, const struct rate_lease *leases, size_t n,
+	       int64_t now)
+{
+	g_autofree char *file = NULL, *path = NULL;
+	GString *text;
+	int r;
+
+	if (!ifname_is_valid(ifname))
+		return -EINVAL;
+	file = lease_file(ifname);
+	path = g_build_filename(dir, file, NULL);
+	text = leases_text(leases, n, now);
+	if (!kept)
+		return write_text(dir, file, text);
+	g_hash_table_remove(kept, path);
+	r = write_text(dir, file, text ? g_string_new_len(text->str, (gssize)text->len) : NULL);
+	if (r == 0) {
+		g_autoptr(GArray) written = g_array_new(false, true, sizeof(struct rate_lease));
+
+		g_array_append_vals(written, leases, (guint)n);
+		live_only(written, now);
+		keep(dir, ifname, path, g_steal_pointer(&text), written, 0);
+	}
+	if (text)
+		g_string_free(text, true);
+	return r;
+}
+
+/* Take key's lease out of leases, and put l in its place when it has a rate. */
+static void replace(GArray *leases, const struct rate_lease *l)
+{
+	for (guint i = leases->len; i-- > 0;)
+		if (!memcmp(g_array_index(leases, struct rate_lease, i).key, l->key, WG_KEY_LEN))
+			g_array_remove_index(leases, i);
+	if (l->rate)
+		g_array_append_val(leases, *l);
 }
 
 int lease_put(const char *dir, const char *ifname, const uint8_t *key, uint64_t rate,
 	      int64_t until, int64_t now)
 {
 	g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));
+	g_autofree char *path = NULL;
 	struct rate_lease l = { .rate = rate, .until = until };
+	struct kept *k;
 	int r = lease_load(dir, ifname, leases);
 
 	if (r < 0)
 		return r;
-	for (guint i = leases->len; i-- > 0;)
-		if (!memcmp(g_array_index(leases, struct rate_lease, i).key, key, WG_KEY_LEN))
-			g_array_remove_index(leases, i);
 	memcpy(l.key, key, WG_KEY_LEN);
-	if (rate)
-		g_array_append_val(leases, l);
+	if (behind_kick) {
+		/* the load kept them: changed there, written at the next flush */
+		g_autofree char *file = lease_file(ifname);
+
+		path = g_build_filename(dir, file, NULL);
+		k = g_hash_table_lookup(kept, path);
+		if (k) {
+			replace(k->leases, &l);
+			k->dirty = true;
+			if (!behind_kicked) {
+				behind_kicked = true;
+				behind_kick(behind_arg);
+			}
+			return 0;
+		}
+	}
+	replace(leases, &l);
 	/* lease_save leaves out the ended ones */
 	return lease_save(dir, ifname, (const struct rate_lease *)(void *)leases->data,
 			  leases->len, now);
+}
+
+int lease_flush(int64_t now, GPtrArray *lost)
+{
+	GHashTableIter it;
+	gpointer key, val;
+	int failed = 0;
+
+	behind_kicked = false;
+	if (!kept)
+		return 0;
+	g_hash_table_iter_init(&it, kept);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		struct kept *k = val;
+		g_autofree char *file = NULL;
+		g_autoptr(GString) text = NULL;
+		GString *want;
+		int r;
+
+		if (!k->dirty)
+			continue;
+		file = lease_file(k->ifname);
+		r = state_file_read(k->dir, file, LEASE_MAX_BYTES, &text);
+		if ((r < 0 && r != -ENOENT) || !same_text(k->text, text)) {
+			/* another process changed or removed the file: its leases stand */
+			if (lost)
+				g_ptr_array_add(lost, g_strdup(k->ifname));
+			g_hash_table_iter_remove(&it);
+			continue;
+		}
+		want = leases_text((const struct rate_lease *)(void *)k->leases->data,
+				   k->leases->len, now);
+		r = write_text(k->dir, file, want ? g_string_new_len(want->str, (gssize)want->len)
+					    : NULL);
+		if (r < 0) {
+			log_err("leases: %s: %s", (const char *)key, strerror(-r));
+			if (want)
+				g_string_free(want, true);
+			if (lost)
+				g_ptr_array_add(lost, g_strdup(k->ifname));
+			failed = failed ? failed : r;
+			g_hash_table_iter_remove(&it);
+			continue;
+		}
+		if (k->text)
+			g_string_free(k->text, true);
+		k->text = want;
+		live_only(k->leases, now);
+		k->dirty = false;
+	}
+	return failed;
 }
 
 int lease_drop_orphans(const char *dir, GPtrArray *removed)

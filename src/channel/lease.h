@@ -56,6 +56,23 @@ int lease_put(const char *dir, const char *ifname, const uint8_t *key, uint64_t 
 	      int64_t until, int64_t now);
 
 /*
+ * Write-behind, for the daemon, which changes leases many times a second:
+ * once kick is given, loads keep each interface's leases with the file's
+ * text (a load whose file did not change is a compare, not a parse), and
+ * lease_put changes the kept leases only: lease_load gives them back at
+ * once, and the file is written at the next lease_flush. kick(arg) is
+ * called on the first change not yet written. NULL: off (and forgotten).
+ */
+void lease_write_behind(void (*kick)(void *arg), void *arg);
+/*
+ * The leases not yet written (those live at now), to their files. A file
+ * another process changed or removed in the meantime stays as it is: its
+ * interface name goes into lost (char *, may be NULL), to be looked at
+ * again. 0, or the first write's -errno.
+ */
+int lease_flush(int64_t now, GPtrArray *lost);
+
+/*
  * Remove the lease files of interfaces without a state file (IFNAME.state):
  * wgshape shapes nothing there any more (cleared, by hand or on exit), so
  * their leases shape nothing either, and kept they would come back if the

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <glib.h>
 
+#include "channel/lease.h"
 #include "daemon/daemon.h"
 #include "daemon/internal.h"
 #include "shape/shape.h"
@@ -133,11 +134,12 @@ bool daemon_reload(struct daemon *d)
 }
 
 /*
- * States a rate request changed reach their files this long after the
- * first change (state_save_behind): one write for all the requests in
- * between. A daemon killed in that time loses them from the state files,
- * not from the leases, which are written before the answer: started again,
- * it shapes from the leases.
+ * States and leases a rate request changed reach their files this long
+ * after the first change (state_save_behind, lease_put): one write each for
+ * all the requests in between. A daemon killed in that time loses those
+ * requests from the files: started again, it shapes from the leases it
+ * finds, and the clients' next requests (an adapting one asks several times
+ * a second, any other within a minute) bring the rest back.
  */
 #define FLUSH_MS 200
 
@@ -148,6 +150,7 @@ static gboolean on_flush(gpointer data)
 
 	d->flush_timer = 0;
 	state_flush(lost);
+	lease_flush(lease_now(), lost);
 	for (guint i = 0; i < lost->len; i++) {
 		log_debug("%s: its state changed behind the daemon's back: looking again",
 			  (const char *)lost->pdata[i]);
@@ -171,6 +174,7 @@ static void flush_now(struct daemon *d)
 		d->flush_timer = 0;
 	}
 	state_flush(NULL);
+	lease_flush(lease_now(), NULL);
 }
 
 static void clear_configured(struct daemon *d)
@@ -266,6 +270,7 @@ int daemon_run(const struct daemon_opts *opts)
 		return -EINVAL;
 	state_cache_enable();
 	state_write_behind(flush_kick, &d);
+	lease_write_behind(flush_kick, &d);
 	r = start(&d);
 	if (r == 0) {
 		notify_systemd("READY=1");
@@ -277,6 +282,7 @@ int daemon_run(const struct daemon_opts *opts)
 	}
 	flush_now(&d); /* also when start failed half way */
 	state_write_behind(NULL, NULL);
+	lease_write_behind(NULL, NULL);
 	free_all(&d);
 	return r;
 }

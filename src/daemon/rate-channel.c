@@ -127,8 +127,10 @@ static void on_rate_request(void *ud, const char *ifname, const uint8_t *key, ui
 	rate = ans->status == RATE_DEFAULT ? 0 : granted;
 	/*
 	 * The class first where one change is all it takes, the lease after;
-	 * otherwise reconciling plans from the leases: the lease first. (now is
-	 * in whole seconds: one more, so that a lease lasts at least its length.)
+	 * otherwise reconciling plans from the leases: the lease first. Both
+	 * the state and the leases reach their files a moment later
+	 * (daemon.c's flush). (now is in whole seconds: one more, so that a
+	 * lease lasts at least its length.)
 	 */
 	r = granted_in_place(d, ifname, key, rate);
 	if (r == 0) {
