@@ -331,6 +331,59 @@ static int gate_send(struct gate *g, const char *addr, enum gate_kind kind, doub
 	return r < 0 ? r : gate_take(g, IFX, key, kind, now);
 }
 
+/*
+ * The gate's index (hosts by a hash, wider prefixes by a list) names the
+ * peer peer_by_source names from the whole list, on random peers: hosts,
+ * wider prefixes, nested and repeated ones, both families.
+ */
+static void test_gate_index_same(void)
+{
+	GRand *rnd = g_rand_new_with_seed(27);
+
+	for (int round = 0; round < 50; round++) {
+		size_t n = (size_t)g_rand_int_range(rnd, 1, 40);
+		struct wg_peer *peers = g_new0(struct wg_peer, n);
+		struct gate *g = gate_new();
+
+		for (size_t i = 0; i < n; i++) {
+			peers[i].key[0] = (uint8_t)i;
+			peers[i].key[1] = (uint8_t)round;
+			peers[i].n_allowed = (size_t)g_rand_int_range(rnd, 0, 4);
+			peers[i].allowed = g_new0(struct tc_prefix, MAX(peers[i].n_allowed, 1));
+			for (size_t j = 0; j < peers[i].n_allowed; j++) {
+				struct tc_prefix *p = &peers[i].allowed[j];
+				bool v6 = g_rand_int_range(rnd, 0, 4) == 0;
+				unsigned int host = v6 ? 128 : 32;
+				/* mostly hosts, some /24 (/120), now and then all */
+				int kind = g_rand_int_range(rnd, 0, 10);
+
+				p->family = v6 ? AF_INET6 : AF_INET;
+				p->prefixlen = kind < 7 ? host : kind < 9 ? host - 8 : 0;
+				p->addr[0] = 10;
+				/* a small space, so that prefixes meet */
+				p->addr[host / 8 - 1] = (uint8_t)g_rand_int_range(rnd, 0, 6);
+				if (p->prefixlen < host)
+					memset(p->addr + p->prefixlen / 8, 0, host / 8 - p->prefixlen / 8);
+			}
+		}
+		gate_index(g, IFX, peers, n, 100.0);
+		for (int a = 0; a < 200; a++) {
+			bool v6 = a % 4 == 0;
+			int family = v6 ? AF_INET6 : AF_INET;
+			uint8_t addr[16] = { 10 }, key[WG_KEY_LEN];
+			int want, got;
+
+			addr[(v6 ? 16 : 4) - 1] = (uint8_t)(a % 7);
+			want = peer_by_source(peers, n, family, addr);
+			got = gate_peer(g, IFX, family, addr, 100.5, key);
+			g_assert_cmpint(got < 0 ? got : key[0], ==, want);
+		}
+		gate_free(g);
+		peers_free(peers, n);
+	}
+	g_rand_free(rnd);
+}
+
 /* Which peer, and when the index must be dumped again. */
 static void test_gate_index(void)
 {
@@ -1125,6 +1178,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/channel/bucket/gap", test_bucket_gap);
 	g_test_add_func("/channel/bucket/backwards", test_bucket_backwards);
 	g_test_add_func("/channel/gate/index", test_gate_index);
+	g_test_add_func("/channel/gate/index-same", test_gate_index_same);
 	g_test_add_func("/channel/gate/rate-flood", test_gate_rate_flood);
 	g_test_add_func("/channel/gate/probe-flood", test_gate_probe_flood);
 	g_test_add_func("/channel/gate/shared", test_gate_shared);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <glib.h>
 
 #include "channel/gate.h"
 #include "channel/policy.h"
+#include "shape/peers.h"
 
 /* Interfaces remembered; only WireGuard ones reach the gate, so this is never reached in use. */
 #define GATE_IFACES_MAX 256
@@ -14,12 +16,112 @@ struct budget {
 	struct rate_bucket rate, probe;
 };
 
+/* An AllowedIP wider than one host, and its peer. */
+struct net {
+	struct tc_prefix prefix;
+	int peer;
+};
+
+/* A host address, the key of the hosts index: family and the address. */
+struct host {
+	uint8_t family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16]; /* IPv4: the first 4, the rest zero */
+};
+
+/* In the hosts index: a host two peers hold (WireGuard takes no such thing, but a dump can). */
+#define HOST_TWICE G_MAXUINT
+
 struct iface {
 	struct wg_peer *peers; /* keys and AllowedIPs only; g_malloc'd */
 	size_t n;
 	double at; /* when dumped */
 	GHashTable *budgets; /* key (WG_KEY_LEN bytes) -> struct budget */
+	/*
+	 * The address-to-peer index: a /32 or /128 by a hash (a hub's peers are
+	 * mostly one host each), wider ones in a list looked through whole.
+	 */
+	GHashTable *hosts; /* struct host -> peer index + 1, or HOST_TWICE */
+	GArray *nets; /* struct net */
 };
+
+/* FNV-1a over the key's bytes */
+static guint host_hash(gconstpointer k)
+{
+	const uint8_t *b = k;
+	guint h = 2166136261u;
+
+	for (size_t i = 0; i < sizeof(struct host); i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+static gboolean host_equal(gconstpointer a, gconstpointer b)
+{
+	return !memcmp(a, b, sizeof(struct host));
+}
+
+/* f's address index from its peers. */
+static void index_build(struct iface *f)
+{
+	g_clear_pointer(&f->hosts, g_hash_table_unref);
+	g_clear_pointer(&f->nets, g_array_unref);
+	f->hosts = g_hash_table_new_full(host_hash, host_equal, g_free, NULL);
+	f->nets = g_array_new(false, false, sizeof(struct net));
+	for (size_t i = 0; i < f->n; i++) {
+		for (size_t j = 0; j < f->peers[i].n_allowed; j++) {
+			const struct tc_prefix *p = &f->peers[i].allowed[j];
+			struct host *h;
+			gpointer had;
+
+			if (p->prefixlen != (p->family == AF_INET ? 32u : 128u)) {
+				g_array_append_val(f->nets, ((struct net){ .prefix = *p, .peer = (int)i }));
+				continue;
+			}
+			h = g_new0(struct host, 1);
+			h->family = (uint8_t)p->family;
+			memcpy(h->addr, p->addr, p->family == AF_INET ? 4 : 16);
+			had = g_hash_table_lookup(f->hosts, h);
+			g_hash_table_replace(f->hosts, h,
+					     GUINT_TO_POINTER(had && GPOINTER_TO_UINT(had) != i + 1
+								      ? HOST_TWICE
+								      : (guint)i + 1));
+		}
+	}
+}
+
+/*
+ * The peer whose AllowedIPs hold addr, as peer_by_source says from the
+ * whole list (-ENOENT none, -ENOTUNIQ more than one), by the index: the
+ * host's entry, then every wider prefix.
+ */
+static int index_peer(const struct iface *f, int family, const uint8_t *addr)
+{
+	struct host key = { .family = (uint8_t)family };
+	struct tc_prefix host = { .family = family };
+	guint at;
+	int found = -ENOENT;
+
+	if (family != AF_INET && family != AF_INET6)
+		return -ENOENT;
+	host.prefixlen = family == AF_INET ? 32 : 128;
+	memcpy(key.addr, addr, host.prefixlen / 8);
+	memcpy(host.addr, addr, host.prefixlen / 8);
+	at = GPOINTER_TO_UINT(g_hash_table_lookup(f->hosts, &key));
+	if (at == HOST_TWICE)
+		return -ENOTUNIQ;
+	if (at)
+		found = (int)at - 1;
+	for (guint i = 0; i < f->nets->len; i++) {
+		const struct net *n = &g_array_index(f->nets, struct net, i);
+
+		if (n->peer == found || !tc_prefix_contains(&n->prefix, &host))
+			continue;
+		if (found >= 0)
+			return -ENOTUNIQ;
+		found = n->peer;
+	}
+	return found;
+}
 
 /* Everyone's budget for one kind: a count per whole second. */
 struct shared {
@@ -59,6 +161,10 @@ static void iface_free(gpointer p)
 
 	peers_free(f->peers, f->n);
 	g_hash_table_unref(f->budgets);
+	if (f->hosts)
+		g_hash_table_unref(f->hosts);
+	if (f->nets)
+		g_array_unref(f->nets);
 	g_free(f);
 }
 
@@ -108,6 +214,7 @@ void gate_index(struct gate *g, int ifindex, const struct wg_peer *peers, size_t
 	g_hash_table_unref(f->budgets);
 	f->budgets = budgets;
 	f->at = now;
+	index_build(f);
 }
 
 int gate_peer(const struct gate *g, int ifindex, int family, const uint8_t *addr, double now,
@@ -123,7 +230,7 @@ int gate_peer(const struct gate *g, int ifindex, int family, const uint8_t *addr
 	/* a clock behind the dump (a fake one, or a bug) must not keep an index forever */
 	if (age >= GATE_INDEX_MAX_AGE || age < 0)
 		return -ESTALE;
-	who = peer_by_source(f->peers, f->n, family, addr);
+	who = index_peer(f, family, addr);
 	if (who < 0)
 		return age >= GATE_INDEX_MISS_AGE ? -ESTALE : who;
 	memcpy(key, f->peers[who].key, WG_KEY_LEN);

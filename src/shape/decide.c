@@ -49,28 +49,33 @@ struct egress_decision egress_decide(enum egress_form now, bool has_cap, enum di
 	return d;
 }
 
-const struct peer_want *peer_rate_only(const struct shape_state *st,
-				       const struct shape_request *req)
+bool peer_rate_fits(const struct shape_state *st, const struct shape_request *req,
+		    const struct peer_want *old)
 {
 	const struct peer_want *w = req->peers;
 
 	if (req->peers_action != PEERS_ONE || req->n_peers != 1 || !w->rate ||
 	    req->egress != DIR_KEEP || req->ingress != DIR_KEEP || req->opts.has ||
-	    req->overhead_auto || req->leaf || !st->egress || !st->tree || st->cap || !st->peers)
-		return NULL;
-	for (guint i = 0; i < st->peers->len; i++) {
+	    req->overhead_auto || req->leaf || !st->egress || !st->tree || st->cap || !old)
+		return false;
+	/* other cake options: the leaf changes too */
+	if (old->opts.has != w->opts.has || strcmp(old->options, w->options) != 0)
+		return false;
+	/* a lease makes a lazy leaf's peer active: its cake is made */
+	if (peer_leased(w) && old->activity != PEER_ACTIVE &&
+	    tree_leaf_of(old, st->tree_leaf) == PEER_LEAF_LAZY)
+		return false;
+	return old->minor != 0;
+}
+
+const struct peer_want *peer_rate_only(const struct shape_state *st,
+				       const struct shape_request *req)
+{
+	for (guint i = 0; st->peers && req->n_peers == 1 && i < st->peers->len; i++) {
 		const struct peer_want *old = &g_array_index(st->peers, struct peer_want, i);
 
-		if (memcmp(old->key, w->key, WG_KEY_LEN) != 0)
-			continue;
-		/* other cake options: the leaf changes too */
-		if (old->opts.has != w->opts.has || strcmp(old->options, w->options) != 0)
-			return NULL;
-		/* a lease makes a lazy leaf's peer active: its cake is made */
-		if (peer_leased(w) && old->activity != PEER_ACTIVE &&
-		    tree_leaf_of(old, st->tree_leaf) == PEER_LEAF_LAZY)
-			return NULL;
-		return old->minor ? old : NULL;
+		if (!memcmp(old->key, req->peers->key, WG_KEY_LEN))
+			return peer_rate_fits(st, req, old) ? old : NULL;
 	}
 	return NULL;
 }

@@ -63,5 +63,8 @@ struct egress_decision egress_decide(enum egress_form now, bool has_cap, enum di
  */
 const struct peer_want *peer_rate_only(const struct shape_state *st,
 				       const struct shape_request *req);
+/* The same for old, st's entry for req's peer (NULL: none), found by the caller. */
+bool peer_rate_fits(const struct shape_state *st, const struct shape_request *req,
+		    const struct peer_want *old);
 
 #endif

@@ -392,6 +392,44 @@ static int peer_rate_in_place(struct netlink *nl, const char *statedir, const ch
 	return r;
 }
 
+/*
+ * shape_peer_rate's short way: the state as the daemon keeps it (no copy,
+ * the peer by an index), one class change, the peer's entry changed in
+ * place and written behind. 1 when it does not apply (not kept, the file
+ * changed behind the daemon's back, not one class change, the kernel
+ * refused): the long way then.
+ */
+static int peer_rate_kept(struct netlink *nl, const char *statedir, const char *ifname,
+			  const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source)
+{
+	struct peer_want *old, w;
+	struct shape_state *st = state_borrow(statedir, ifname, key, &old);
+	struct shape_request req = { .peers_action = PEERS_ONE, .n_peers = 1, .peers = &w };
+	int r;
+
+	if (!st || !old || !rate)
+		return 1;
+	w = *old;
+	w.rate = rate;
+	text_copy(w.source, sizeof(w.source), source);
+	if (!peer_rate_fits(st, &req, old))
+		return 1;
+	/* the state's ifindex: a link made again since has another, and the change fails */
+	r = netlink_htb_class_set(nl, st->ifindex, TREE_HANDLE(old->minor),
+				  TREE_HANDLE(TREE_CAP_MINOR), MIN(rate, TREE_RATE_UNLIMITED),
+				  MIN(rate, TREE_RATE_UNLIMITED), QDISC_CHANGE);
+	if (r < 0) {
+		log_debug("%s: class 1:%x: change in place: %s; the long way", ifname, old->minor,
+			  *netlink_ext_msg(nl) ? netlink_ext_msg(nl) : strerror(-r));
+		return 1;
+	}
+	old->rate = rate;
+	text_copy(old->source, sizeof(old->source), source);
+	state_borrow_changed(statedir, ifname);
+	log_debug("%s: class 1:%x changed in place", ifname, old->minor);
+	return 0;
+}
+
 int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname,
 		    const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source)
 {
@@ -402,6 +440,9 @@ int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname
 	char stale_ifb[IFNAME_SIZE], own[sizeof(st.source)];
 	int r;
 
+	r = peer_rate_kept(nl, statedir, ifname, key, rate, source);
+	if (r != 1)
+		return r;
 	r = link_and_state(nl, statedir, ifname, &link, &st, stale_ifb);
 	if (r < 0)
 		goto out;

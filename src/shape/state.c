@@ -287,9 +287,38 @@ void state_copy(const struct shape_state *from, struct shape_state *to)
  * the copy took about 60 ms of `set ... peer`'s 440 at 1,000 peers in the lab VM
  * (tests/vm/README.md).
  */
+/* Which file a path held when it was read or written: a rename over it is another inode. */
+struct file_id {
+	bool known;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+static void file_id_of(const char *path, struct file_id *id)
+{
+	struct stat s;
+
+	memset(id, 0, sizeof(*id));
+	if (stat(path, &s) < 0)
+		return;
+	*id = (struct file_id){ .known = true, .dev = s.st_dev, .ino = s.st_ino,
+				.size = s.st_size, .mtime = s.st_mtim };
+}
+
+static bool file_id_same(const struct file_id *a, const struct file_id *b)
+{
+	return a->known && b->known && a->dev == b->dev && a->ino == b->ino &&
+	       a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+	       a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
 struct state_cached {
 	GString *text; /* the file's text as last read or written */
+	struct file_id id; /* and which file that was (state_borrow's check) */
 	struct shape_state st;
+	GHashTable *by_key; /* st's peers: key -> index + 1; built by state_borrow */
 	/* write-behind: st is newer than the file, which state_flush writes */
 	bool dirty;
 	char *dir, *ifname; /* where to, while dirty */
@@ -311,6 +340,8 @@ static void cached_free(gpointer p)
 
 	g_string_free(c->text, true);
 	shape_state_clear(&c->st);
+	if (c->by_key)
+		g_hash_table_destroy(c->by_key);
 	g_free(c->dir);
 	g_free(c->ifname);
 	g_free(c);
@@ -388,7 +419,8 @@ static int as_parsed(struct shape_state *st)
 }
 
 /* Keep text (taken) and a copy of st as path's (what it stands for, when that is known). */
-static void cache_put(const char *path, GString *text, const struct shape_state *st)
+static void cache_put(const char *path, GString *text, const struct file_id *id,
+		      const struct shape_state *st)
 {
 	struct state_cached *c;
 
@@ -399,6 +431,7 @@ static void cache_put(const char *path, GString *text, const struct shape_state 
 	c = g_new0(struct state_cached, 1);
 
 	c->text = text;
+	c->id = *id;
 	state_copy(st, &c->st);
 	if (as_parsed(&c->st) < 0) {
 		cached_free(c);
@@ -437,6 +470,7 @@ static bool cache_put_dirty(const char *path, const char *dir, const char *ifnam
 	if (c) {
 		shape_state_clear(&c->st);
 		c->st = copy;
+		g_clear_pointer(&c->by_key, g_hash_table_destroy);
 		if (!c->dirty) {
 			c->dirty = true;
 			c->dir = g_strdup(dir);
@@ -469,8 +503,9 @@ static bool cache_get_dirty(const char *path, struct shape_state *out)
 	return hit;
 }
 
-/* A copy of path's state into out when text is what it last held. */
-static bool cache_get(const char *path, const GString *text, struct shape_state *out)
+/* A copy of path's state into out when text (of the file id) is what it last held. */
+static bool cache_get(const char *path, const GString *text, const struct file_id *id,
+		      struct shape_state *out)
 {
 	struct state_cached *c;
 	bool hit = false;
@@ -479,6 +514,7 @@ static bool cache_get(const char *path, const GString *text, struct shape_state 
 	c = cache ? g_hash_table_lookup(cache, path) : NULL;
 	if (c && c->text->len == text->len && !memcmp(c->text->str, text->str, text->len)) {
 		state_copy(&c->st, out);
+		c->id = *id;
 		hit = true;
 	}
 	G_UNLOCK(cache);
@@ -489,6 +525,7 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 {
 	g_autoptr(GString) text = NULL;
 	g_autofree char *file = NULL, *path = NULL;
+	struct file_id id;
 	int r;
 
 	if (!ifname_is_valid(ifname))
@@ -497,14 +534,16 @@ int state_load(const char *dir, const char *ifname, struct shape_state *out)
 	path = g_build_filename(dir, file, NULL);
 	if (cache_get_dirty(path, out))
 		return 0;
+	/* before the read: a file renamed over it in between is then seen as changed */
+	file_id_of(path, &id);
 	r = state_file_read(dir, file, STATE_MAX_BYTES, &text);
 	if (r < 0)
 		return r;
-	if (cache_get(path, text, out))
+	if (cache_get(path, text, &id, out))
 		return 0;
 	r = state_parse(text->str, text->len, out);
 	if (r == 0)
-		cache_put(path, g_steal_pointer(&text), out);
+		cache_put(path, g_steal_pointer(&text), &id, out);
 	return r;
 }
 
@@ -615,15 +654,18 @@ static int save_now(const char *dir, const char *ifname, const struct shape_stat
 	g_autofree char *file = g_strconcat(ifname, SUFFIX, NULL);
 	g_autofree char *path = g_build_filename(dir, file, NULL);
 	g_autofree char *data = NULL;
+	struct file_id id;
 	gsize len;
 	int r;
 
 	data = state_text(st, &len);
 	r = state_file_write(dir, file, data, len);
-	if (r == 0)
-		cache_put(path, g_string_new_len(data, (gssize)len), st);
-	else
+	if (r == 0) {
+		file_id_of(path, &id);
+		cache_put(path, g_string_new_len(data, (gssize)len), &id, st);
+	} else {
 		cache_drop(path);
+	}
 	return r;
 }
 
@@ -667,10 +709,66 @@ static bool flush_one(const char *path, struct state_cached *c, int *r)
 	}
 	g_string_free(c->text, true);
 	c->text = g_string_new_len(data, (gssize)len);
+	file_id_of(path, &c->id);
 	c->dirty = false;
 	g_clear_pointer(&c->dir, g_free);
 	g_clear_pointer(&c->ifname, g_free);
 	return true;
+}
+
+struct shape_state *state_borrow(const char *dir, const char *ifname, const uint8_t *key,
+				 struct peer_want **peer)
+{
+	g_autofree char *path = NULL;
+	struct state_cached *c;
+	struct file_id now;
+	gpointer at;
+
+	*peer = NULL;
+	if (!behind_kick || !ifname_is_valid(ifname))
+		return NULL;
+	path = state_path(dir, ifname);
+	G_LOCK(cache);
+	c = cache ? g_hash_table_lookup(cache, path) : NULL;
+	G_UNLOCK(cache);
+	if (!c)
+		return NULL;
+	/* kept and clean: the file must be the one it was (no other process's since) */
+	if (!c->dirty) {
+		file_id_of(path, &now);
+		if (!file_id_same(&now, &c->id))
+			return NULL;
+	}
+	if (!c->by_key) {
+		c->by_key = g_hash_table_new(wg_key_hash, wg_key_equal);
+		for (guint i = 0; c->st.peers && i < c->st.peers->len; i++)
+			g_hash_table_insert(c->by_key, g_array_index(c->st.peers, struct peer_want, i).key,
+					    GUINT_TO_POINTER(i + 1));
+	}
+	at = g_hash_table_lookup(c->by_key, key);
+	if (at)
+		*peer = &g_array_index(c->st.peers, struct peer_want, GPOINTER_TO_UINT(at) - 1);
+	return &c->st;
+}
+
+void state_borrow_changed(const char *dir, const char *ifname)
+{
+	g_autofree char *path = state_path(dir, ifname);
+	struct state_cached *c;
+	bool kick = false;
+
+	G_LOCK(cache);
+	c = cache ? g_hash_table_lookup(cache, path) : NULL;
+	if (c && !c->dirty) {
+		c->dirty = true;
+		c->dir = g_strdup(dir);
+		c->ifname = g_strdup(ifname);
+	}
+	if (c && !behind_kicked)
+		kick = behind_kicked = true;
+	G_UNLOCK(cache);
+	if (kick)
+		behind_kick(behind_arg);
 }
 
 int state_flush(GPtrArray *lost)

@@ -76,6 +76,19 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 void state_write_behind(void (*kick)(void *arg), void *arg);
 int state_save_behind(const char *dir, const char *ifname, const struct shape_state *st);
 /*
+ * Write-behind's short way, for one peer's change (the daemon's rate
+ * requests): ifname's state as kept, not a copy, and *peer its entry for key
+ * (NULL if none), found by an index. NULL when there is no kept state, or
+ * when its file is not the one last read or written (another process's
+ * since): state_load then. Change the peer's fields in place (not the list),
+ * then state_borrow_changed() for the file to be written behind. The
+ * pointers hold until the next call of this module; one thread only.
+ */
+struct peer_want;
+struct shape_state *state_borrow(const char *dir, const char *ifname, const uint8_t *key,
+				 struct peer_want **peer);
+void state_borrow_changed(const char *dir, const char *ifname);
+/*
  * Every state not yet written, to its file. One that another process changed
  * or removed in the meantime is left as that process made it: its interface
  * name goes into lost (char *, may be NULL), for the caller to look at again.
