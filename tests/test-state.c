@@ -254,6 +254,75 @@ static void test_write_behind(void)
 	shape_state_clear(&st);
 }
 
+static unsigned int flushed;
+static void count_flushed(GPtrArray *lost, void *arg)
+{
+	g_assert_cmpuint(lost->len, ==, 0);
+	(void)arg;
+	flushed++;
+}
+
+/* The flush whose texts a thread makes: written when the loop runs, and what changed meanwhile stays dirty. */
+static void test_write_behind_async(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
+	struct shape_state st = { .ifindex = 5, .egress = true, .tree = true }, back = { 0 };
+	struct peer_want w = { .rate = 1250000, .minor = 0x10 };
+
+	g_strlcpy(st.orig_kind, "noqueue", sizeof(st.orig_kind));
+	st.peers = g_array_new(false, true, sizeof(struct peer_want));
+	memset(w.key, 7, sizeof(w.key));
+	g_array_append_val(st.peers, w);
+	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+	state_write_behind(count_kick, NULL);
+	kicks = flushed = 0;
+
+	/* nothing to write: no thread, no callback */
+	g_assert_false(state_flush_async(count_flushed, NULL));
+
+	g_array_index(st.peers, struct peer_want, 0).rate = 2500000;
+	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_true(state_flush_async(count_flushed, NULL));
+	g_assert_true(state_flush_busy());
+	/* a change while the text is made: loads see it, the file gets it at the next flush */
+	g_array_index(st.peers, struct peer_want, 0).rate = 3750000;
+	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_cmpuint(kicks, ==, 2);
+	/* one running: a second call joins it */
+	g_assert_true(state_flush_async(count_flushed, NULL));
+	while (state_flush_busy())
+		g_main_context_iteration(NULL, TRUE);
+	g_assert_cmpuint(flushed, ==, 1);
+	g_assert_cmpuint(file_rate(path), ==, 2500000);
+	/* still dirty: kicked again */
+	g_assert_cmpuint(kicks, ==, 3);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 3750000);
+	shape_state_clear(&back);
+	g_assert_true(state_flush_async(count_flushed, NULL));
+	while (state_flush_busy())
+		g_main_context_iteration(NULL, TRUE);
+	g_assert_cmpuint(file_rate(path), ==, 3750000);
+	g_assert_cmpuint(kicks, ==, 3);
+	g_assert_false(state_flush_async(count_flushed, NULL));
+
+	/* written whole meanwhile (state_save): the thread's older text is not written */
+	g_array_index(st.peers, struct peer_want, 0).rate = 5000000;
+	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_true(state_flush_async(count_flushed, NULL));
+	g_array_index(st.peers, struct peer_want, 0).rate = 6250000;
+	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+	while (state_flush_busy())
+		g_main_context_iteration(NULL, TRUE);
+	g_assert_cmpuint(file_rate(path), ==, 6250000);
+
+	state_write_behind(NULL, NULL);
+	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
+	safe_tmp_rm(dir);
+	shape_state_clear(&st);
+}
+
 static void assert_same_state(const struct shape_state *a, const struct shape_state *b)
 {
 	g_assert_cmpint(a->ifindex, ==, b->ifindex);
@@ -626,6 +695,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/state/cache", test_cache);
 	g_test_add_func("/state/cache-as-parsed", test_cache_as_parsed);
 	g_test_add_func("/state/write-behind", test_write_behind);
+	g_test_add_func("/state/write-behind-async", test_write_behind_async);
 	g_test_add_func("/state/refuses", test_refuses);
 	g_test_add_func("/state/cut-utf8", test_cut_utf8);
 	g_test_add_func("/state/hold", test_hold);

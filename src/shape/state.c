@@ -319,12 +319,16 @@ struct state_cached {
 	struct file_id id; /* and which file that was (state_borrow's check) */
 	struct shape_state st;
 	GHashTable *by_key; /* st's peers: key -> index + 1; built by state_borrow */
+	guint64 serial; /* this entry's, of all ever kept: a flush's result finds its entry by it */
+	guint64 gen; /* st's changes while dirty: a flush's result says which it wrote */
+	bool flushing; /* state_flush_async is writing it */
 	/* write-behind: st is newer than the file, which state_flush writes */
 	bool dirty;
 	char *dir, *ifname; /* where to, while dirty */
 };
 
 static GHashTable *cache; /* path -> struct state_cached */
+static guint64 serial_last;
 G_LOCK_DEFINE_STATIC(cache);
 /* a process that reads its states again (the daemon) keeps them; a command does not */
 static bool cache_on;
@@ -432,6 +436,7 @@ static void cache_put(const char *path, GString *text, const struct file_id *id,
 
 	c->text = text;
 	c->id = *id;
+	c->serial = ++serial_last;
 	state_copy(st, &c->st);
 	if (as_parsed(&c->st) < 0) {
 		cached_free(c);
@@ -443,6 +448,21 @@ static void cache_put(const char *path, GString *text, const struct file_id *id,
 		cache = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, cached_free);
 	g_hash_table_replace(cache, g_strdup(path), c);
 	G_UNLOCK(cache);
+}
+
+/* c has changes its file has not (under the lock): true to kick, the first since the last flush. */
+static bool mark_dirty(struct state_cached *c, const char *dir, const char *ifname)
+{
+	c->gen++;
+	if (!c->dirty) {
+		c->dirty = true;
+		c->dir = g_strdup(dir);
+		c->ifname = g_strdup(ifname);
+	}
+	if (behind_kicked)
+		return false;
+	behind_kicked = true;
+	return true;
 }
 
 /*
@@ -471,13 +491,7 @@ static bool cache_put_dirty(const char *path, const char *dir, const char *ifnam
 		shape_state_clear(&c->st);
 		c->st = copy;
 		g_clear_pointer(&c->by_key, g_hash_table_destroy);
-		if (!c->dirty) {
-			c->dirty = true;
-			c->dir = g_strdup(dir);
-			c->ifname = g_strdup(ifname);
-		}
-		kick = !behind_kicked;
-		behind_kicked = true;
+		kick = mark_dirty(c, dir, ifname);
 	}
 	G_UNLOCK(cache);
 	if (!c)
@@ -688,20 +702,22 @@ int state_save_behind(const char *dir, const char *ifname, const struct shape_st
 	return save_now(dir, ifname, st);
 }
 
-/* One dirty state (c, path's) to its file; false when the file changed behind our back. */
-static bool flush_one(const char *path, struct state_cached *c, int *r)
+/*
+ * data (st's text as of change gen) over c's file (path's), when that file
+ * is still the text c last read or wrote; false when it changed behind our
+ * back (or the write failed: *r).
+ */
+static bool flush_write(const char *path, struct state_cached *c, const char *data, gsize len,
+			guint64 gen, int *r)
 {
 	g_autofree char *file = g_strconcat(c->ifname, SUFFIX, NULL);
 	g_autoptr(GString) now = NULL;
-	g_autofree char *data = NULL;
-	gsize len;
 
 	*r = state_file_read(c->dir, file, STATE_MAX_BYTES, &now);
 	if (*r < 0 || now->len != c->text->len || memcmp(now->str, c->text->str, now->len)) {
 		*r = 0;
 		return false;
 	}
-	data = state_text(&c->st, &len);
 	*r = state_file_write(c->dir, file, data, len);
 	if (*r < 0) {
 		log_err("%s: write state %s: %s", c->ifname, path, strerror(-*r));
@@ -710,10 +726,22 @@ static bool flush_one(const char *path, struct state_cached *c, int *r)
 	g_string_free(c->text, true);
 	c->text = g_string_new_len(data, (gssize)len);
 	file_id_of(path, &c->id);
+	if (c->gen != gen)
+		return true; /* changed again since: still dirty */
 	c->dirty = false;
 	g_clear_pointer(&c->dir, g_free);
 	g_clear_pointer(&c->ifname, g_free);
 	return true;
+}
+
+/* One dirty state (c, path's) to its file; false when the file changed behind our back. */
+static bool flush_one(const char *path, struct state_cached *c, int *r)
+{
+	g_autofree char *data = NULL;
+	gsize len;
+
+	data = state_text(&c->st, &len);
+	return flush_write(path, c, data, len, c->gen, r);
 }
 
 struct shape_state *state_borrow(const char *dir, const char *ifname, const uint8_t *key,
@@ -759,13 +787,8 @@ void state_borrow_changed(const char *dir, const char *ifname)
 
 	G_LOCK(cache);
 	c = cache ? g_hash_table_lookup(cache, path) : NULL;
-	if (c && !c->dirty) {
-		c->dirty = true;
-		c->dir = g_strdup(dir);
-		c->ifname = g_strdup(ifname);
-	}
-	if (c && !behind_kicked)
-		kick = behind_kicked = true;
+	if (c)
+		kick = mark_dirty(c, dir, ifname);
 	G_UNLOCK(cache);
 	if (kick)
 		behind_kick(behind_arg);
@@ -784,6 +807,7 @@ int state_flush(GPtrArray *lost)
 		while (g_hash_table_iter_next(&it, &key, &val)) {
 			struct state_cached *c = val;
 
+			c->flushing = false; /* an async flush's result finds it written */
 			if (!c->dirty || flush_one(key, c, &r))
 				continue;
 			/* another process changed or removed it, or it could not be written */
@@ -795,6 +819,147 @@ int state_flush(GPtrArray *lost)
 	}
 	G_UNLOCK(cache);
 	return failed;
+}
+
+/* An async flush: copies of the dirty states, their texts made in a thread. */
+struct flush_job {
+	char *path;
+	guint64 serial, gen;
+	struct shape_state st;
+	char *data;
+	gsize len;
+};
+
+struct flush_batch {
+	GPtrArray *jobs; /* struct flush_job */
+	GThread *thread;
+	void (*done)(GPtrArray *lost, void *arg);
+	void *arg;
+};
+
+static struct flush_batch *flush_running;
+
+static void job_free(gpointer p)
+{
+	struct flush_job *j = p;
+
+	g_free(j->path);
+	shape_state_clear(&j->st);
+	g_free(j->data);
+	g_free(j);
+}
+
+/* The worker: only the texts (GKeyFile, its own each); nothing shared. */
+static gpointer flush_thread(gpointer data)
+{
+	struct flush_batch *b = data;
+
+	for (guint i = 0; i < b->jobs->len; i++) {
+		struct flush_job *j = b->jobs->pdata[i];
+
+		j->data = state_text(&j->st, &j->len);
+	}
+	return NULL;
+}
+
+/* Back in the loop: each text to its file, if its entry is still the one it was made from. */
+static gboolean flush_finished(gpointer data)
+{
+	struct flush_batch *b = data;
+	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
+	bool again = false;
+	int r;
+
+	g_thread_join(b->thread);
+	G_LOCK(cache);
+	for (guint i = 0; i < b->jobs->len; i++) {
+		struct flush_job *j = b->jobs->pdata[i];
+		struct state_cached *c = cache ? g_hash_table_lookup(cache, j->path) : NULL;
+
+		/* written whole, removed or flushed at once since: nothing of this job's holds */
+		if (!c || c->serial != j->serial || !c->flushing)
+			continue;
+		c->flushing = false;
+		if (!flush_write(j->path, c, j->data, j->len, j->gen, &r)) {
+			g_ptr_array_add(lost, g_strdup(c->ifname));
+			g_hash_table_remove(cache, j->path);
+			continue;
+		}
+	}
+	/* changed while it was written, or dirty since and left for this one to end: once more */
+	if (cache) {
+		GHashTableIter it;
+		gpointer val;
+
+		g_hash_table_iter_init(&it, cache);
+		while (!again && g_hash_table_iter_next(&it, NULL, &val))
+			again = ((struct state_cached *)val)->dirty;
+	}
+	if (again)
+		behind_kicked = true;
+	G_UNLOCK(cache);
+	flush_running = NULL;
+	if (b->done)
+		b->done(lost, b->arg);
+	if (again && behind_kick)
+		behind_kick(behind_arg);
+	g_ptr_array_unref(b->jobs);
+	g_free(b);
+	return G_SOURCE_REMOVE;
+}
+
+static gpointer flush_thread_then_loop(gpointer data)
+{
+	flush_thread(data);
+	g_idle_add(flush_finished, data);
+	return NULL;
+}
+
+bool state_flush_async(void (*done)(GPtrArray *lost, void *arg), void *arg)
+{
+	struct flush_batch *b;
+	GHashTableIter it;
+	gpointer key, val;
+
+	if (flush_running)
+		return true; /* its end kicks again for what changed meanwhile */
+	b = g_new0(struct flush_batch, 1);
+	b->jobs = g_ptr_array_new_with_free_func(job_free);
+	b->done = done;
+	b->arg = arg;
+	G_LOCK(cache);
+	behind_kicked = false;
+	if (cache) {
+		g_hash_table_iter_init(&it, cache);
+		while (g_hash_table_iter_next(&it, &key, &val)) {
+			struct state_cached *c = val;
+			struct flush_job *j;
+
+			if (!c->dirty)
+				continue;
+			j = g_new0(struct flush_job, 1);
+			j->path = g_strdup(key);
+			j->serial = c->serial;
+			j->gen = c->gen;
+			state_copy(&c->st, &j->st);
+			c->flushing = true;
+			g_ptr_array_add(b->jobs, j);
+		}
+	}
+	G_UNLOCK(cache);
+	if (!b->jobs->len) {
+		g_ptr_array_unref(b->jobs);
+		g_free(b);
+		return false;
+	}
+	flush_running = b;
+	b->thread = g_thread_new("wgshape-state", flush_thread_then_loop, b);
+	return true;
+}
+
+bool state_flush_busy(void)
+{
+	return flush_running != NULL;
 }
 
 int state_file_write(const char *dir, const char *name, const char *data, size_t len)

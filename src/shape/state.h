@@ -96,6 +96,17 @@ void state_borrow_changed(const char *dir, const char *ifname);
  */
 int state_flush(GPtrArray *lost);
 /*
+ * The same without holding up the caller's loop: the texts of the states
+ * not yet written are made in a thread (from copies), and written back in
+ * the default main context, which then calls done(lost, arg) (lost as
+ * state_flush's). A state changed meanwhile stays to be written: kick is
+ * called again. false when there was nothing to write (done is not called);
+ * a call while one runs is one with it. state_flush_busy(): one runs (run
+ * the loop until it ends before state_flush at exit).
+ */
+bool state_flush_async(void (*done)(GPtrArray *lost, void *arg), void *arg);
+bool state_flush_busy(void);
+/*
  * Any file of ours in the state folder (IFNAME.state, IFNAME.leases, ...):
  * name in dir, read whole if it is fit to take orders from: a regular file
  * (not a FIFO, which would hang the read, nor a link to /dev/zero, which
