@@ -141,7 +141,7 @@ bool daemon_reload(struct daemon *d)
  * finds, and the clients' next requests (an adapting one asks several times
  * a second, any other within a minute) bring the rest back.
  */
-#define FLUSH_MS 200
+#define FLUSH_MS 1000
 
 /* Interfaces whose files another process changed meanwhile: looked at again. */
 static void look_again(GPtrArray *lost, void *arg)
