@@ -177,6 +177,18 @@ static uint64_t file_rate(const char *path)
 	return rate;
 }
 
+/* A tree with one peer (key 7...) at 10 Mbit/s in class 1:10. */
+static void one_peer_tree(struct shape_state *st)
+{
+	struct peer_want w = { .rate = 1250000, .minor = 0x10 };
+
+	*st = (struct shape_state){ .ifindex = 5, .egress = true, .tree = true };
+	g_strlcpy(st->orig_kind, "noqueue", sizeof(st->orig_kind));
+	st->peers = g_array_new(false, true, sizeof(struct peer_want));
+	memset(w.key, 7, sizeof(w.key));
+	g_array_append_val(st->peers, w);
+}
+
 /* state_save_behind: loaded back at once, in the file at the flush, which yields to another writer. */
 static void test_write_behind(void)
 {
@@ -184,13 +196,9 @@ static void test_write_behind(void)
 	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
 	g_autofree char *path1 = g_build_filename(dir, "wg1.state", NULL);
 	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
-	struct shape_state st = { .ifindex = 5, .egress = true, .tree = true }, back = { 0 };
-	struct peer_want w = { .rate = 1250000, .minor = 0x10 };
+	struct shape_state st, back = { 0 };
 
-	g_strlcpy(st.orig_kind, "noqueue", sizeof(st.orig_kind));
-	st.peers = g_array_new(false, true, sizeof(struct peer_want));
-	memset(w.key, 7, sizeof(w.key));
-	g_array_append_val(st.peers, w);
+	one_peer_tree(&st);
 
 	/* not asked for: written at once */
 	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
@@ -267,13 +275,9 @@ static void test_write_behind_async(void)
 {
 	g_autofree char *dir = safe_tmp_dir("wgshape-state");
 	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
-	struct shape_state st = { .ifindex = 5, .egress = true, .tree = true }, back = { 0 };
-	struct peer_want w = { .rate = 1250000, .minor = 0x10 };
+	struct shape_state st, back = { 0 };
 
-	g_strlcpy(st.orig_kind, "noqueue", sizeof(st.orig_kind));
-	st.peers = g_array_new(false, true, sizeof(struct peer_want));
-	memset(w.key, 7, sizeof(w.key));
-	g_array_append_val(st.peers, w);
+	one_peer_tree(&st);
 	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
 	state_write_behind(count_kick, NULL);
 	kicks = flushed = 0;

@@ -7,6 +7,7 @@
 #include "channel/gate.h"
 #include "channel/policy.h"
 #include "shape/peers.h"
+#include "util/hash.h"
 
 /* Interfaces remembered; only WireGuard ones reach the gate, so this is never reached in use. */
 #define GATE_IFACES_MAX 256
@@ -44,15 +45,9 @@ struct iface {
 	GArray *nets; /* struct net */
 };
 
-/* FNV-1a over the key's bytes */
 static guint host_hash(gconstpointer k)
 {
-	const uint8_t *b = k;
-	guint h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(struct host); i++)
-		h = (h ^ b[i]) * 16777619u;
-	return h;
+	return bytes_hash(k, sizeof(struct host));
 }
 
 static gboolean host_equal(gconstpointer a, gconstpointer b)

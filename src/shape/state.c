@@ -734,16 +734,6 @@ static bool flush_write(const char *path, struct state_cached *c, const char *da
 	return true;
 }
 
-/* One dirty state (c, path's) to its file; false when the file changed behind our back. */
-static bool flush_one(const char *path, struct state_cached *c, int *r)
-{
-	g_autofree char *data = NULL;
-	gsize len;
-
-	data = state_text(&c->st, &len);
-	return flush_write(path, c, data, len, c->gen, r);
-}
-
 struct shape_state *state_borrow(const char *dir, const char *ifname, const uint8_t *key,
 				 struct peer_want **peer)
 {
@@ -794,34 +784,11 @@ void state_borrow_changed(const char *dir, const char *ifname)
 		behind_kick(behind_arg);
 }
 
-int state_flush(GPtrArray *lost)
-{
-	GHashTableIter it;
-	gpointer key, val;
-	int failed = 0, r;
-
-	G_LOCK(cache);
-	behind_kicked = false;
-	if (cache) {
-		g_hash_table_iter_init(&it, cache);
-		while (g_hash_table_iter_next(&it, &key, &val)) {
-			struct state_cached *c = val;
-
-			c->flushing = false; /* an async flush's result finds it written */
-			if (!c->dirty || flush_one(key, c, &r))
-				continue;
-			/* another process changed or removed it, or it could not be written */
-			if (lost)
-				g_ptr_array_add(lost, g_strdup(c->ifname));
-			failed = failed ? failed : r;
-			g_hash_table_iter_remove(&it);
-		}
-	}
-	G_UNLOCK(cache);
-	return failed;
-}
-
-/* An async flush: copies of the dirty states, their texts made in a thread. */
+/*
+ * A flush: copies of the dirty states (jobs), their texts made (in a thread
+ * for state_flush_async), then each written over its file if its entry is
+ * still the one it was copied from.
+ */
 struct flush_job {
 	char *path;
 	guint64 serial, gen;
@@ -849,84 +816,20 @@ static void job_free(gpointer p)
 	g_free(j);
 }
 
-/* The worker: only the texts (GKeyFile, its own each); nothing shared. */
-static gpointer flush_thread(gpointer data)
+static void batch_free(struct flush_batch *b)
 {
-	struct flush_batch *b = data;
-
-	for (guint i = 0; i < b->jobs->len; i++) {
-		struct flush_job *j = b->jobs->pdata[i];
-
-		j->data = state_text(&j->st, &j->len);
-	}
-	return NULL;
-}
-
-/* Back in the loop: each text to its file, if its entry is still the one it was made from. */
-static gboolean flush_finished(gpointer data)
-{
-	struct flush_batch *b = data;
-	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
-	bool again = false;
-	int r;
-
-	g_thread_join(b->thread);
-	G_LOCK(cache);
-	for (guint i = 0; i < b->jobs->len; i++) {
-		struct flush_job *j = b->jobs->pdata[i];
-		struct state_cached *c = cache ? g_hash_table_lookup(cache, j->path) : NULL;
-
-		/* written whole, removed or flushed at once since: nothing of this job's holds */
-		if (!c || c->serial != j->serial || !c->flushing)
-			continue;
-		c->flushing = false;
-		if (!flush_write(j->path, c, j->data, j->len, j->gen, &r)) {
-			g_ptr_array_add(lost, g_strdup(c->ifname));
-			g_hash_table_remove(cache, j->path);
-			continue;
-		}
-	}
-	/* changed while it was written, or dirty since and left for this one to end: once more */
-	if (cache) {
-		GHashTableIter it;
-		gpointer val;
-
-		g_hash_table_iter_init(&it, cache);
-		while (!again && g_hash_table_iter_next(&it, NULL, &val))
-			again = ((struct state_cached *)val)->dirty;
-	}
-	if (again)
-		behind_kicked = true;
-	G_UNLOCK(cache);
-	flush_running = NULL;
-	if (b->done)
-		b->done(lost, b->arg);
-	if (again && behind_kick)
-		behind_kick(behind_arg);
 	g_ptr_array_unref(b->jobs);
 	g_free(b);
-	return G_SOURCE_REMOVE;
 }
 
-static gpointer flush_thread_then_loop(gpointer data)
+/* The dirty states, copied, and marked as being written; NULL when there are none. */
+static struct flush_batch *batch_new(void)
 {
-	flush_thread(data);
-	g_idle_add(flush_finished, data);
-	return NULL;
-}
-
-bool state_flush_async(void (*done)(GPtrArray *lost, void *arg), void *arg)
-{
-	struct flush_batch *b;
+	struct flush_batch *b = g_new0(struct flush_batch, 1);
 	GHashTableIter it;
 	gpointer key, val;
 
-	if (flush_running)
-		return true; /* its end kicks again for what changed meanwhile */
-	b = g_new0(struct flush_batch, 1);
 	b->jobs = g_ptr_array_new_with_free_func(job_free);
-	b->done = done;
-	b->arg = arg;
 	G_LOCK(cache);
 	behind_kicked = false;
 	if (cache) {
@@ -947,13 +850,118 @@ bool state_flush_async(void (*done)(GPtrArray *lost, void *arg), void *arg)
 		}
 	}
 	G_UNLOCK(cache);
-	if (!b->jobs->len) {
-		g_ptr_array_unref(b->jobs);
-		g_free(b);
-		return false;
+	if (b->jobs->len)
+		return b;
+	batch_free(b);
+	return NULL;
+}
+
+/* The texts: all that may run in a thread (a GKeyFile each, nothing shared). */
+static gpointer batch_texts(gpointer data)
+{
+	struct flush_batch *b = data;
+
+	for (guint i = 0; i < b->jobs->len; i++) {
+		struct flush_job *j = b->jobs->pdata[i];
+
+		j->data = state_text(&j->st, &j->len);
 	}
+	return NULL;
+}
+
+/*
+ * Each text over its file; a state another process changed or removed
+ * meanwhile (or that could not be written) goes into lost and is no longer
+ * kept. *again: a state is dirty still (changed while it was written).
+ * 0, or the first write's -errno.
+ */
+static int batch_write(struct flush_batch *b, GPtrArray *lost, bool *again)
+{
+	GHashTableIter it;
+	gpointer val;
+	int failed = 0, r;
+
+	*again = false;
+	G_LOCK(cache);
+	for (guint i = 0; i < b->jobs->len; i++) {
+		struct flush_job *j = b->jobs->pdata[i];
+		struct state_cached *c = cache ? g_hash_table_lookup(cache, j->path) : NULL;
+
+		/* written whole or removed since: nothing of this job's holds */
+		if (!c || c->serial != j->serial || !c->flushing)
+			continue;
+		c->flushing = false;
+		if (flush_write(j->path, c, j->data, j->len, j->gen, &r))
+			continue;
+		if (lost)
+			g_ptr_array_add(lost, g_strdup(c->ifname));
+		failed = failed ? failed : r;
+		g_hash_table_remove(cache, j->path);
+	}
+	if (cache) {
+		g_hash_table_iter_init(&it, cache);
+		while (!*again && g_hash_table_iter_next(&it, NULL, &val))
+			*again = ((struct state_cached *)val)->dirty;
+	}
+	if (*again)
+		behind_kicked = true;
+	G_UNLOCK(cache);
+	return failed;
+}
+
+int state_flush(GPtrArray *lost)
+{
+	struct flush_batch *b = batch_new();
+	bool again;
+	int r;
+
+	if (!b)
+		return 0;
+	batch_texts(b);
+	r = batch_write(b, lost, &again);
+	batch_free(b);
+	return r;
+}
+
+/* Back in the loop after the thread: the files, then the caller's done. */
+static gboolean flush_finished(gpointer data)
+{
+	struct flush_batch *b = data;
+	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
+	bool again;
+
+	g_thread_join(b->thread);
+	batch_write(b, lost, &again);
+	flush_running = NULL;
+	if (b->done)
+		b->done(lost, b->arg);
+	/* changed while it was written, or dirty since and left for this one: once more */
+	if (again && behind_kick)
+		behind_kick(behind_arg);
+	batch_free(b);
+	return G_SOURCE_REMOVE;
+}
+
+static gpointer flush_thread(gpointer data)
+{
+	batch_texts(data);
+	g_idle_add(flush_finished, data);
+	return NULL;
+}
+
+bool state_flush_async(void (*done)(GPtrArray *lost, void *arg), void *arg)
+{
+	struct flush_batch *b;
+
+	if (flush_running)
+		return true; /* its end kicks again for what changed meanwhile */
+	b = batch_new();
+	if (!b)
+		return false;
+	b->done = done;
+	b->arg = arg;
 	flush_running = b;
-	b->thread = g_thread_new("wgshape-state", flush_thread_then_loop, b);
+	b->thread = g_thread_new("wgshape-state", flush_thread, b);
 	return true;
 }
 

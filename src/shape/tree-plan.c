@@ -13,6 +13,7 @@
 
 #include "shape/cake.h"
 #include "shape/tree-plan.h"
+#include "util/hash.h"
 
 /* cake's flow isolation values (linux/pkt_sched.h, CAKE_FLOW_DUAL_DST) */
 #define FLOW_MODE_DUAL_DST 6u
@@ -446,12 +447,7 @@ static struct filter_key *filter_key(const struct tc_prefix *dst, uint32_t class
 
 static guint filter_key_hash(gconstpointer p)
 {
-	const uint8_t *b = p;
-	guint h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(struct filter_key); i++)
-		h = (h ^ b[i]) * 16777619u;
-	return h;
+	return bytes_hash(p, sizeof(struct filter_key));
 }
 
 static gboolean filter_key_equal(gconstpointer a, gconstpointer b)

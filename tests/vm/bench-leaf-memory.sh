@@ -39,7 +39,6 @@ ip -n srv route add 10.64.0.0/16 dev wg0
 avail_kib() { awk '/^MemAvailable:/ { print $2 }' /proc/meminfo; }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 leaves() { inns srv tc qdisc show dev wg0 | awk -v k="$1" '$2 == k && $4 == "parent"' | grep -c . || true; }
-pctl() { sort -g "$2" | awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print v[i] }'; }
 
 # peers N: N peers on srv's wg0 ("KEY ADDR" in peers.txt), the first ACTIVE
 # with an endpoint nobody answers at

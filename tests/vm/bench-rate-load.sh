@@ -146,8 +146,6 @@ for d in sorted(done, key=lambda d: d[1]):
     print("%d %.6f %.2f %s %d" % d)
 PY
 
-# pctl P FILE: the P-th percentile of FILE's numbers (nearest rank)
-pctl() { sort -g "$2" | awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print v[i] }'; }
 # each core's busy ticks and all its ticks, "cpuN busy total" a line
 cores() { awk '/^cpu[0-9]/ { t = 0; for (i = 2; i <= NF; i++) t += $i; print $1, t - $5 - $6, t }' /proc/stat; }
 

@@ -93,8 +93,6 @@ write_conf() {
 	} >"$CONF"
 }
 
-# pctl P FILE: the P-th percentile of FILE's numbers (nearest rank)
-pctl() { sort -g "$2" | awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print v[i] }'; }
 
 SUMMARY=()
 for n in "${SIZES[@]}"; do

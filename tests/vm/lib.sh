@@ -592,6 +592,8 @@ stamped_wait() {
 }
 
 # ms_between T0 T1: milliseconds from one $EPOCHREALTIME to another.
+# pctl P FILE: the P-th percentile of FILE's numbers (nearest rank)
+pctl() { sort -g "$2" | awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print v[i] }'; }
 ms_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) * 1000 }'; }
 
 # expect_download WHAT RATE_MBIT: iperf3 download (srv -> cli, 2 streams, to

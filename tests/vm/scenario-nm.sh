@@ -128,7 +128,8 @@ is_unshaped() { [ "$(root_kind)" = noqueue ]; }
 # daemon shows only here.
 why_not() {
 	info "$1: wgshape show $TUN:"
-	ip netns exec cli "$WGSHAPE" show "$TUN" 2>&1 | head -6 | sed 's/^/     | /'
+	ip netns exec cli "$WGSHAPE" show "$TUN" >"$LAB_TMP/why-show.txt" 2>&1 || true
+	sed -n '1,6s/^/     | /p' "$LAB_TMP/why-show.txt"
 	info "$1: tc monitor (last lines):"
 	tail -12 "$MON" | sed 's/^/     | /'
 	[ ! -s "$DLOG" ] || { info "$1: daemon log (last lines):"; tail -30 "$DLOG" | sed 's/^/     | /'; }
