@@ -77,13 +77,7 @@ info "srv's wg0: $(inns srv wg show wg0 peers | grep -c .) peers"
 } >"$CONF"
 
 step "the daemon shapes them; each client's tunnel up (a ping)"
-t0=$EPOCHREALTIME
-ip netns exec srv "$WGSHAPE" -v -c "$CONF" daemon >>"$DLOG" 2>&1 &
-DPID=$!
-wait_for 300 "$DLOG" 0 grep -q -m1 'running' || die "the daemon did not start: $(tail -n 3 "$DLOG")"
-classes=$(inns srv tc class show dev wg0 | grep -c '^class htb' || true)
-info "daemon running, $classes HTB classes on wg0, $(ms_between "$t0" "$EPOCHREALTIME") ms after its start"
-expect_ge "HTB classes on wg0" "$((N + 1))" "$classes"
+start_tree_daemon "$CONF" "$DLOG" "$N"
 up=0
 while read -r dev addr key; do
 	inns cli ping -c 1 -W 3 -I "$addr" "$SRV_TUN4" >/dev/null 2>&1 && up=$((up + 1))

@@ -107,13 +107,7 @@ for n in "${SIZES[@]}"; do
 	info "wg set: $(inns srv wg show wg0 peers | grep -c .) peers on wg0 in $(ms_between "$t0" "$EPOCHREALTIME") ms"
 	write_conf
 	: >"$DLOG"
-	t0=$EPOCHREALTIME
-	ip netns exec srv "$WGSHAPE" -v -c "$CONF" daemon >>"$DLOG" 2>&1 &
-	DPID=$!
-	wait_for 300 "$DLOG" 0 grep -q -m1 'running' || die "the daemon did not start: $(tail -n 3 "$DLOG")"
-	classes=$(inns srv tc class show dev wg0 | grep -c '^class htb' || true)
-	info "daemon running, $classes HTB classes on wg0, $(ms_between "$t0" "$EPOCHREALTIME") ms after its start"
-	expect_ge "HTB classes on wg0" "$((n + 1))" "$classes"
+	start_tree_daemon "$CONF" "$DLOG" "$n"
 	inns cli ping -c 1 -W 2 "$SRV_TUN4" >/dev/null || fail "no ping cli -> srv through the tunnel"
 
 	step "$n peers: $REQUESTS requests from cli, one every 0.3 s, 8 and 9 Mbit/s in turn"

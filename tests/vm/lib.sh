@@ -670,6 +670,19 @@ stop_daemon() { # PID
 	wait "$1" 2>/dev/null || true
 }
 
+# start_tree_daemon CONF LOG N: srv's `wgshape -v -c CONF daemon` (its pid
+# in DPID, LOG empty or new) until it runs; says how many HTB classes wg0
+# has then and checks at least N + 1 (N peers' and the default class).
+start_tree_daemon() {
+	local t0=$EPOCHREALTIME classes
+	ip netns exec srv "$WGSHAPE" -v -c "$1" daemon >>"$2" 2>&1 &
+	DPID=$!
+	wait_for 300 "$2" 0 grep -q -m1 'running' || die "the daemon did not start: $(tail -n 3 "$2")"
+	classes=$(inns srv tc class show dev wg0 | grep -c '^class htb' || true)
+	info "daemon running, $classes HTB classes on wg0, $(ms_between "$t0" "$EPOCHREALTIME") ms after its start"
+	expect_ge "HTB classes on wg0" "$(($3 + 1))" "$classes"
+}
+
 # cpu_mark PID FILE: "utime+stime (ticks) realtime" of PID
 cpu_mark() {
 	awk -v t="$EPOCHREALTIME" '{ print $14 + $15, t }' "/proc/$1/stat" >"$2"
