@@ -277,15 +277,16 @@ void state_copy(const struct shape_state *from, struct shape_state *to)
 
 /*
  * What each state file last held, as this process read or wrote it: its
- * text and the state it stands for. A daemon with a thousand peers reads the
- * file for every rate request; when the text is the one it wrote itself, it
- * takes the state from here instead of parsing it again (at 1,000 peers 0.1
- * ms instead of 3 on the build machine, bench/bench-state.c). Another process's
- * change is another text: parsed. The text is compared whole, so nothing
- * but the file's content decides. Only a process that called
- * state_cache_enable() keeps them: for a command that reads its state once,
- * the copy took about 60 ms of `set ... peer`'s 440 at 1,000 peers in the lab VM
- * (tests/vm/README.md).
+ * text and the state it stands for. When a load reads the text this process
+ * wrote itself, it takes the state from here instead of parsing it again (at
+ * 1,000 peers 0.1 ms instead of 3 on the build machine, bench/bench-state.c).
+ * Another process's change is another text: parsed. The text is compared
+ * whole, so nothing but the file's content decides. Only a process that
+ * called state_cache_enable() keeps them: for a command that reads its state
+ * once, the copy took about 60 ms of `set ... peer`'s 440 at 1,000 peers in
+ * the lab VM (tests/vm/README.md). The daemon's rate requests go further:
+ * the kept state is changed in place and written behind (state_borrow,
+ * state_save_behind, state_flush_async below).
  */
 /* Which file a path held when it was read or written: a rename over it is another inode. */
 struct file_id {
