@@ -318,34 +318,46 @@ static void replace(GArray *leases, const struct rate_lease *l)
 		g_array_append_val(leases, *l);
 }
 
+/* Write-behind: l into the leases kept at path, if any (then written at the next flush). */
+static bool put_kept(const char *path, const struct rate_lease *l)
+{
+	struct kept *k = kept ? g_hash_table_lookup(kept, path) : NULL;
+
+	if (!behind_kick || !k)
+		return false;
+	replace(k->leases, l);
+	k->dirty = true;
+	if (!behind_kicked) {
+		behind_kicked = true;
+		behind_kick(behind_arg);
+	}
+	return true;
+}
+
 int lease_put(const char *dir, const char *ifname, const uint8_t *key, uint64_t rate,
 	      int64_t until, int64_t now)
 {
 	g_autoptr(GArray) leases = g_array_new(false, true, sizeof(struct rate_lease));
-	g_autofree char *path = NULL;
+	g_autofree char *file = NULL, *path = NULL;
 	struct rate_lease l = { .rate = rate, .until = until };
 	struct kept *k;
-	int r = lease_load(dir, ifname, leases);
+	int r;
 
+	if (!ifname_is_valid(ifname))
+		return -EINVAL;
+	memcpy(l.key, key, WG_KEY_LEN);
+	file = lease_file(ifname);
+	path = g_build_filename(dir, file, NULL);
+	/* not written yet: nothing to read again (a copy of them all, at 10,000 peers) */
+	k = kept ? g_hash_table_lookup(kept, path) : NULL;
+	if (k && k->dirty && put_kept(path, &l))
+		return 0;
+	/* else the file, checked (the load keeps what it read) */
+	r = lease_load(dir, ifname, leases);
 	if (r < 0)
 		return r;
-	memcpy(l.key, key, WG_KEY_LEN);
-	if (behind_kick) {
-		/* the load kept them: changed there, written at the next flush */
-		g_autofree char *file = lease_file(ifname);
-
-		path = g_build_filename(dir, file, NULL);
-		k = g_hash_table_lookup(kept, path);
-		if (k) {
-			replace(k->leases, &l);
-			k->dirty = true;
-			if (!behind_kicked) {
-				behind_kicked = true;
-				behind_kick(behind_arg);
-			}
-			return 0;
-		}
-	}
+	if (put_kept(path, &l))
+		return 0;
 	replace(leases, &l);
 	/* lease_save leaves out the ended ones */
 	return lease_save(dir, ifname, (const struct rate_lease *)(void *)leases->data,
