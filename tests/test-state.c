@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <glib.h>
@@ -325,6 +326,41 @@ static void test_write_behind_async(void)
 	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
 	safe_tmp_rm(dir);
 	shape_state_clear(&st);
+}
+
+/* Can another process take the state folder's lock now (without waiting)? */
+static bool other_can_lock(const char *dir)
+{
+	pid_t child = fork();
+	int status;
+
+	g_assert_cmpint(child, >=, 0);
+	if (child == 0) {
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		_exit(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 ? 0 : 1);
+	}
+	g_assert_cmpint(waitpid(child, &status, 0), ==, child);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* state_lock: one holder across processes, made folder and all; let go by state_unlock. */
+static void test_lock(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *sub = g_build_filename(dir, "run", NULL);
+	int fd;
+
+	g_assert_true(other_can_lock(dir));
+	fd = state_lock(sub, "wg0");
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_true(g_file_test(sub, G_FILE_TEST_IS_DIR));
+	g_assert_false(other_can_lock(sub));
+	state_unlock(fd);
+	g_assert_true(other_can_lock(sub));
+	/* nothing left in the folder */
+	g_assert_cmpint(g_rmdir(sub), ==, 0);
+	safe_tmp_rm(dir);
 }
 
 static void assert_same_state(const struct shape_state *a, const struct shape_state *b)
@@ -700,6 +736,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/state/cache-as-parsed", test_cache_as_parsed);
 	g_test_add_func("/state/write-behind", test_write_behind);
 	g_test_add_func("/state/write-behind-async", test_write_behind_async);
+	g_test_add_func("/state/lock", test_lock);
 	g_test_add_func("/state/refuses", test_refuses);
 	g_test_add_func("/state/cut-utf8", test_cut_utf8);
 	g_test_add_func("/state/hold", test_hold);

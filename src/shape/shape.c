@@ -438,11 +438,12 @@ int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname
 	struct peer_want w = { 0 };
 	struct link_info link;
 	char stale_ifb[IFNAME_SIZE], own[sizeof(st.source)];
-	int r;
+	int r, lock;
 
 	r = peer_rate_kept(nl, statedir, ifname, key, rate, source);
 	if (r != 1)
 		return r;
+	lock = state_lock(statedir, ifname);
 	r = link_and_state(nl, statedir, ifname, &link, &st, stale_ifb);
 	if (r < 0)
 		goto out;
@@ -461,6 +462,7 @@ int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname
 	req.source = own;
 	r = peer_rate_in_place(nl, statedir, ifname, &link, &st, &req);
 out:
+	state_unlock(lock);
 	shape_state_clear(&st);
 	return r;
 }
@@ -476,11 +478,13 @@ int shape_peers_activity(struct netlink *nl, const char *statedir, const char *i
 	struct link_info link;
 	char stale_ifb[IFNAME_SIZE];
 	unsigned int changed = 0, active = 0;
-	int r;
+	int r, lock = state_lock(statedir, ifname);
 
 	r = link_and_state(nl, statedir, ifname, &link, &st, stale_ifb);
-	if (r < 0)
+	if (r < 0) {
+		state_unlock(lock);
 		return r;
+	}
 	for (size_t i = 0; i < n; i++)
 		g_hash_table_insert(by_key, (gpointer)seen[i].key, (gpointer)&seen[i]);
 	for (guint i = 0; st.tree && st.peers && i < st.peers->len; i++) {
@@ -503,12 +507,13 @@ int shape_peers_activity(struct netlink *nl, const char *statedir, const char *i
 	if (r == 0 && changed)
 		log_info("%s: lazy leaves: %u peers became active (cake), %u idle (fq_codel)",
 			 ifname, active, changed - active);
+	state_unlock(lock);
 	shape_state_clear(&st);
 	return r < 0 ? r : (int)changed;
 }
 
-int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
-	      const struct shape_request *req)
+static int set_locked(struct netlink *nl, const char *statedir, const char *ifname,
+		      const struct shape_request *req)
 {
 	struct shape_state st = { 0 };
 	struct undo u_in = { 0 }, u_eg = { 0 };
@@ -589,7 +594,7 @@ static int forget_gone(struct netlink *nl, const char *statedir, const char *ifn
 	return 0;
 }
 
-int shape_clear(struct netlink *nl, const char *statedir, const char *ifname)
+static int clear_locked(struct netlink *nl, const char *statedir, const char *ifname)
 {
 	struct shape_state st = { 0 };
 	struct link_info link;
@@ -611,5 +616,24 @@ int shape_clear(struct netlink *nl, const char *statedir, const char *ifname)
 	else if (st.egress || st.ingress)
 		state_save(statedir, ifname, &st); /* what is left is still ours */
 	shape_state_clear(&st);
+	return r;
+}
+
+int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
+	      const struct shape_request *req)
+{
+	int lock = state_lock(statedir, ifname);
+	int r = set_locked(nl, statedir, ifname, req);
+
+	state_unlock(lock);
+	return r;
+}
+
+int shape_clear(struct netlink *nl, const char *statedir, const char *ifname)
+{
+	int lock = state_lock(statedir, ifname);
+	int r = clear_locked(nl, statedir, ifname);
+
+	state_unlock(lock);
 	return r;
 }

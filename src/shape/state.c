@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -713,13 +714,16 @@ static bool flush_write(const char *path, struct state_cached *c, const char *da
 {
 	g_autofree char *file = g_strconcat(c->ifname, SUFFIX, NULL);
 	g_autoptr(GString) now = NULL;
+	int lock = state_lock(c->dir, c->ifname); /* no other process between the read and the write */
 
 	*r = state_file_read(c->dir, file, STATE_MAX_BYTES, &now);
 	if (*r < 0 || now->len != c->text->len || memcmp(now->str, c->text->str, now->len)) {
+		state_unlock(lock);
 		*r = 0;
 		return false;
 	}
 	*r = state_file_write(c->dir, file, data, len);
+	state_unlock(lock);
 	if (*r < 0) {
 		log_err("%s: write state %s: %s", c->ifname, path, strerror(-*r));
 		return false;
@@ -1013,6 +1017,35 @@ int state_remove(const char *dir, const char *ifname)
 	if (g_unlink(path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
+}
+
+int state_lock(const char *dir, const char *ifname)
+{
+	int fd;
+
+	if (g_mkdir_with_parents(dir, 0755) < 0 || dir_safe(dir) < 0)
+		return -1;
+	/* the folder itself: no lock file to leave behind */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		log_warn("%s: lock %s: %s (going on without it)", ifname, dir, strerror(errno));
+		return -1;
+	}
+	/* held for one change at a time (a set, a clear): a process that dies lets go */
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno == EINTR)
+			continue;
+		log_warn("%s: lock %s: %s (going on without it)", ifname, dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void state_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd); /* and with it the lock */
 }
 
 static int cmp_str(gconstpointer a, gconstpointer b)

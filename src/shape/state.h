@@ -121,6 +121,18 @@ int state_file_remove(const char *dir, const char *name);
 /* 0 also when there was nothing to remove. */
 int state_remove(const char *dir, const char *ifname);
 /*
+ * One change at a time across processes (the dispatcher hook and the daemon
+ * on one network switch): an exclusive flock on the state folder dir (one
+ * per network namespace), held from reading ifname's state to writing it,
+ * so that neither takes the other's fresh cake for what was there before.
+ * Blocks until it is free; a process that dies lets go; no file is left.
+ * The fd, for state_unlock; -1 when it could not be taken (an unsafe
+ * folder: said where it matters), and the change goes on without it. Not
+ * nested: one per process at a time.
+ */
+int state_lock(const char *dir, const char *ifname);
+void state_unlock(int fd);
+/*
  * Names with saved state, sorted; free with g_strfreev(). Empty when dir is
  * missing, and when it is refused (-EPERM, logged).
  */
