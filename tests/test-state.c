@@ -190,34 +190,57 @@ static void one_peer_tree(struct shape_state *st)
 	g_array_append_val(st->peers, w);
 }
 
-/* state_save_behind: loaded back at once, in the file at the flush, which yields to another writer. */
+/* Borrow wg0's kept state and set its peer (key 7...) to rate, as a rate request does; false when not kept. */
+static bool borrow_rate(const char *dir, uint64_t rate)
+{
+	uint8_t key[WG_KEY_LEN];
+	struct peer_want *w;
+
+	memset(key, 7, sizeof(key));
+	if (!state_borrow(dir, "wg0", key, &w))
+		return false;
+	g_assert_nonnull(w);
+	w->rate = rate;
+	state_borrow_changed(dir, "wg0");
+	return true;
+}
+
+/* A borrowed change: loaded back at once, in the file at the flush, which yields to another writer. */
 static void test_write_behind(void)
 {
 	g_autofree char *dir = safe_tmp_dir("wgshape-state");
 	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
-	g_autofree char *path1 = g_build_filename(dir, "wg1.state", NULL);
 	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
 	struct shape_state st, back = { 0 };
+	uint8_t key[WG_KEY_LEN];
+	struct peer_want *w;
 
 	one_peer_tree(&st);
+	memset(key, 7, sizeof(key));
 
-	/* not asked for: written at once */
-	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
-	g_assert_cmpuint(file_rate(path), ==, 1250000);
+	/* not asked for: nothing is lent */
+	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+	g_assert_false(borrow_rate(dir, 2500000));
 
 	state_write_behind(count_kick, NULL);
 	kicks = 0;
-	/* a state this process has not seen is written at once, too */
-	g_assert_cmpint(state_save_behind(dir, "wg1", &st), ==, 0);
-	g_assert_true(g_file_test(path1, G_FILE_TEST_EXISTS));
+	/* a state this process has not seen is not lent either */
+	g_assert_null(state_borrow(dir, "wg1", key, &w));
+	/* nor one another process wrote since this one did */
+	{
+		g_autofree char *text = NULL;
+
+		g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+		g_assert_true(g_file_set_contents(path, text, -1, NULL));
+		g_assert_false(borrow_rate(dir, 2500000));
+		g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+		shape_state_clear(&back);
+	}
 	g_assert_cmpuint(kicks, ==, 0);
-	g_assert_cmpint(state_remove(dir, "wg1"), ==, 0);
 
 	/* two changes: one kick, loads see the last, the file the first until the flush */
-	g_array_index(st.peers, struct peer_want, 0).rate = 2500000;
-	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
-	g_array_index(st.peers, struct peer_want, 0).rate = 3750000;
-	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_true(borrow_rate(dir, 2500000));
+	g_assert_true(borrow_rate(dir, 3750000));
 	g_assert_cmpuint(kicks, ==, 1);
 	g_assert_cmpuint(file_rate(path), ==, 1250000);
 	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
@@ -228,10 +251,8 @@ static void test_write_behind(void)
 	g_assert_cmpuint(file_rate(path), ==, 3750000);
 
 	/* another process writes in between: its file stays, the interface is named */
-	g_array_index(st.peers, struct peer_want, 0).rate = 5000000;
-	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_true(borrow_rate(dir, 5000000));
 	g_assert_cmpuint(kicks, ==, 2);
-	g_array_index(st.peers, struct peer_want, 0).rate = 625000;
 	{
 		g_autofree char *text = NULL, *edited = NULL;
 
@@ -250,7 +271,7 @@ static void test_write_behind(void)
 	shape_state_clear(&back);
 
 	/* removed while not yet written: gone, and the flush writes nothing */
-	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_true(borrow_rate(dir, 5000000));
 	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
 	g_ptr_array_set_size(lost, 0);
 	g_assert_cmpint(state_flush(lost), ==, 0);
@@ -286,13 +307,11 @@ static void test_write_behind_async(void)
 	/* nothing to write: no thread, no callback */
 	g_assert_false(state_flush_async(count_flushed, NULL));
 
-	g_array_index(st.peers, struct peer_want, 0).rate = 2500000;
-	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_true(borrow_rate(dir, 2500000));
 	g_assert_true(state_flush_async(count_flushed, NULL));
 	g_assert_true(state_flush_busy());
 	/* a change while the text is made: loads see it, the file gets it at the next flush */
-	g_array_index(st.peers, struct peer_want, 0).rate = 3750000;
-	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_true(borrow_rate(dir, 3750000));
 	g_assert_cmpuint(kicks, ==, 2);
 	/* one running: a second call joins it */
 	g_assert_true(state_flush_async(count_flushed, NULL));
@@ -313,8 +332,7 @@ static void test_write_behind_async(void)
 	g_assert_false(state_flush_async(count_flushed, NULL));
 
 	/* written whole meanwhile (state_save): the thread's older text is not written */
-	g_array_index(st.peers, struct peer_want, 0).rate = 5000000;
-	g_assert_cmpint(state_save_behind(dir, "wg0", &st), ==, 0);
+	g_assert_true(borrow_rate(dir, 5000000));
 	g_assert_true(state_flush_async(count_flushed, NULL));
 	g_array_index(st.peers, struct peer_want, 0).rate = 6250000;
 	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);

@@ -135,7 +135,7 @@ bool daemon_reload(struct daemon *d)
 
 /*
  * States and leases a rate request changed reach their files this long
- * after the first change (state_save_behind, lease_put): one write each for
+ * after the first change (state_borrow_changed, lease_put): one write each for
  * all the requests in between. A daemon killed in that time loses those
  * requests from the files: started again, it shapes from the leases it
  * finds, and the clients' next requests (an adapting one asks several times

@@ -342,8 +342,6 @@ static int state_commit(const char *statedir, const char *ifname, const struct s
 	st->overhead = overhead;
 	if (!st->egress && !st->ingress)
 		r = state_remove(statedir, ifname);
-	else if (req->write_behind)
-		r = state_save_behind(statedir, ifname, st);
 	else
 		r = state_save(statedir, ifname, st);
 	if (r < 0)
@@ -434,7 +432,7 @@ int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname
 		    const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source)
 {
 	struct shape_state st = { 0 };
-	struct shape_request req = { .peers_action = PEERS_ONE, .n_peers = 1, .write_behind = true };
+	struct shape_request req = { .peers_action = PEERS_ONE, .n_peers = 1 };
 	struct peer_want w = { 0 };
 	struct link_info link;
 	char stale_ifb[IFNAME_SIZE], own[sizeof(st.source)];

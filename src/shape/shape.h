@@ -46,8 +46,6 @@ struct shape_request {
 	enum { PEERS_KEEP, PEERS_ALL, PEERS_ONE } peers_action;
 	const struct peer_want *peers;
 	size_t n_peers;
-	/* the state through state_save_behind (the daemon's rate requests) */
-	bool write_behind;
 };
 
 /*
@@ -64,8 +62,9 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
  * and the state (the peer's entry takes source; the interface's own source
  * stays). 0 done; 1 when it is not that case (the peer has no class, the
  * tree has a cap, the kernel refused the change): nothing changed, plan the
- * tree instead; < 0 an error (said). The state is saved behind
- * (state_save_behind): the daemon's rate requests are its only caller.
+ * tree instead; < 0 an error (said). When the state is kept (state_borrow)
+ * it is written behind, else through: the daemon's rate requests are its
+ * only caller.
  */
 int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname,
 		    const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source);

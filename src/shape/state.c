@@ -287,7 +287,7 @@ void state_copy(const struct shape_state *from, struct shape_state *to)
  * once, the copy took about 60 ms of `set ... peer`'s 440 at 1,000 peers in
  * the lab VM (tests/vm/README.md). The daemon's rate requests go further:
  * the kept state is changed in place and written behind (state_borrow,
- * state_save_behind, state_flush_async below).
+ * state_borrow_changed, state_flush_async below).
  */
 /* Which file a path held when it was read or written: a rename over it is another inode. */
 struct file_id {
@@ -465,42 +465,6 @@ static bool mark_dirty(struct state_cached *c, const char *dir, const char *ifna
 		return false;
 	behind_kicked = true;
 	return true;
-}
-
-/*
- * Write-behind: st (a copy) becomes path's state now, its file later
- * (state_flush). Only over a state read or written before, whose text is
- * known: a state that is not on disk yet is written at once. false when it
- * was not taken (the caller writes it).
- */
-static bool cache_put_dirty(const char *path, const char *dir, const char *ifname,
-			    const struct shape_state *st)
-{
-	struct shape_state copy = { 0 };
-	struct state_cached *c;
-	bool kick = false;
-
-	if (!behind_kick)
-		return false;
-	state_copy(st, &copy);
-	if (as_parsed(&copy) < 0) {
-		shape_state_clear(&copy);
-		return false;
-	}
-	G_LOCK(cache);
-	c = cache ? g_hash_table_lookup(cache, path) : NULL;
-	if (c) {
-		shape_state_clear(&c->st);
-		c->st = copy;
-		g_clear_pointer(&c->by_key, g_hash_table_destroy);
-		kick = mark_dirty(c, dir, ifname);
-	}
-	G_UNLOCK(cache);
-	if (!c)
-		shape_state_clear(&copy);
-	if (kick)
-		behind_kick(behind_arg);
-	return c != NULL;
 }
 
 /* A copy of path's state into out when it has one not written yet. */
@@ -689,18 +653,6 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 {
 	if (!ifname_is_valid(ifname))
 		return -EINVAL;
-	return save_now(dir, ifname, st);
-}
-
-int state_save_behind(const char *dir, const char *ifname, const struct shape_state *st)
-{
-	g_autofree char *path = NULL;
-
-	if (!ifname_is_valid(ifname))
-		return -EINVAL;
-	path = state_path(dir, ifname);
-	if (cache_put_dirty(path, dir, ifname, st))
-		return 0;
 	return save_now(dir, ifname, st);
 }
 

@@ -67,14 +67,13 @@ char *state_get_string(GKeyFile *kf, const char *group, const char *key);
 int state_save(const char *dir, const char *ifname, const struct shape_state *st);
 /*
  * Write-behind, for a process that changes a state many times a second (the
- * daemon's rate requests): once state_write_behind() gave a kick, and over a
- * state this process read or wrote before (the cache's), state_save_behind
- * makes st the state state_load gives back at once and its file is written
- * at the next state_flush(); kick(arg) is called on the first change not yet
- * written, to schedule that. Otherwise it is state_save.
+ * daemon's rate requests): once state_write_behind() gave a kick, a change
+ * made through state_borrow (below) is what state_load gives back at once,
+ * and its file is written at the next state_flush(); kick(arg) is called on
+ * the first change not yet written, to schedule that. Every other save
+ * (state_save) is written through.
  */
 void state_write_behind(void (*kick)(void *arg), void *arg);
-int state_save_behind(const char *dir, const char *ifname, const struct shape_state *st);
 /*
  * Write-behind's short way, for one peer's change (the daemon's rate
  * requests): ifname's state as kept, not a copy, and *peer its entry for key
