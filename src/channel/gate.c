@@ -33,7 +33,7 @@ struct host {
 #define HOST_TWICE G_MAXUINT
 
 struct iface {
-	struct wg_peer *peers; /* keys and AllowedIPs only; g_malloc'd */
+	uint8_t (*keys)[WG_KEY_LEN]; /* the peers' keys, as dumped (the index points into it) */
 	size_t n;
 	double at; /* when dumped */
 	GHashTable *budgets; /* key (WG_KEY_LEN bytes) -> struct budget */
@@ -55,16 +55,16 @@ static gboolean host_equal(gconstpointer a, gconstpointer b)
 	return !memcmp(a, b, sizeof(struct host));
 }
 
-/* f's address index from its peers. */
-static void index_build(struct iface *f)
+/* f's address index from the dump's peers (n of them, as f's keys). */
+static void index_build(struct iface *f, const struct wg_peer *peers, size_t n)
 {
 	g_clear_pointer(&f->hosts, g_hash_table_unref);
 	g_clear_pointer(&f->nets, g_array_unref);
 	f->hosts = g_hash_table_new_full(host_hash, host_equal, g_free, NULL);
 	f->nets = g_array_new(false, false, sizeof(struct net));
-	for (size_t i = 0; i < f->n; i++) {
-		for (size_t j = 0; j < f->peers[i].n_allowed; j++) {
-			const struct tc_prefix *p = &f->peers[i].allowed[j];
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = 0; j < peers[i].n_allowed; j++) {
+			const struct tc_prefix *p = &peers[i].allowed[j];
 			struct host *h;
 			gpointer had;
 
@@ -143,18 +143,11 @@ static gboolean key_equal(gconstpointer a, gconstpointer b)
 	return !memcmp(a, b, WG_KEY_LEN);
 }
 
-static void peers_free(struct wg_peer *peers, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		g_free(peers[i].allowed);
-	g_free(peers);
-}
-
 static void iface_free(gpointer p)
 {
 	struct iface *f = p;
 
-	peers_free(f->peers, f->n);
+	g_free(f->keys);
 	g_hash_table_unref(f->budgets);
 	if (f->hosts)
 		g_hash_table_unref(f->hosts);
@@ -192,16 +185,13 @@ void gate_index(struct gate *g, int ifindex, const struct wg_peer *peers, size_t
 		f->budgets = g_hash_table_new_full(key_hash, key_equal, g_free, g_free);
 		g_hash_table_insert(g->ifaces, GINT_TO_POINTER(ifindex), f);
 	}
-	peers_free(f->peers, f->n);
-	f->peers = g_new0(struct wg_peer, n);
+	g_free(f->keys);
+	f->keys = g_malloc_n(n ? n : 1, WG_KEY_LEN);
 	f->n = n;
 	for (size_t i = 0; i < n; i++) {
 		gpointer old_key, b;
 
-		memcpy(f->peers[i].key, peers[i].key, WG_KEY_LEN);
-		f->peers[i].allowed = g_memdup2(peers[i].allowed,
-						peers[i].n_allowed * sizeof(*peers[i].allowed));
-		f->peers[i].n_allowed = peers[i].n_allowed;
+		memcpy(f->keys[i], peers[i].key, WG_KEY_LEN);
 		/* a peer still there keeps what it has spent: a dump is no refill */
 		if (g_hash_table_steal_extended(f->budgets, peers[i].key, &old_key, &b))
 			g_hash_table_insert(budgets, old_key, b);
@@ -209,7 +199,7 @@ void gate_index(struct gate *g, int ifindex, const struct wg_peer *peers, size_t
 	g_hash_table_unref(f->budgets);
 	f->budgets = budgets;
 	f->at = now;
-	index_build(f);
+	index_build(f, peers, n);
 }
 
 int gate_peer(const struct gate *g, int ifindex, int family, const uint8_t *addr, double now,
@@ -228,7 +218,7 @@ int gate_peer(const struct gate *g, int ifindex, int family, const uint8_t *addr
 	who = index_peer(f, family, addr);
 	if (who < 0)
 		return age >= GATE_INDEX_MISS_AGE ? -ESTALE : who;
-	memcpy(key, f->peers[who].key, WG_KEY_LEN);
+	memcpy(key, f->keys[who], WG_KEY_LEN);
 	return 0;
 }
 
