@@ -269,15 +269,11 @@ static GString *leases_text(const struct rate_lease *leases, size_t n, int64_t n
 	return text;
 }
 
-/* text (taken; NULL: none live, so no file: a reader finds nothing rather than an empty list). */
-static int write_text(const char *dir, const char *file, GString *text)
+/* text (NULL: none live, so no file: a reader finds nothing rather than an empty list). */
+static int write_text(const char *dir, const char *file, const GString *text)
 {
-	int r = text ? state_file_write(dir, file, text->str, text->len)
-		     : state_file_remove(dir, file);
-
-	if (text)
-		g_string_free(text, true);
-	return r;
+	return text ? state_file_write(dir, file, text->str, text->len)
+		    : state_file_remove(dir, file);
 }
 
 int lease_save(const char *dir, const char *ifname, const struct rate_lease *leases, size_t n,
@@ -292,11 +288,10 @@ int lease_save(const char *dir, const char *ifname, const struct rate_lease *lea
 	file = lease_file(ifname);
 	path = g_build_filename(dir, file, NULL);
 	text = leases_text(leases, n, now);
-	if (!kept)
-		return write_text(dir, file, text);
-	g_hash_table_remove(kept, path);
-	r = write_text(dir, file, text ? g_string_new_len(text->str, (gssize)text->len) : NULL);
-	if (r == 0) {
+	r = write_text(dir, file, text);
+	if (kept)
+		g_hash_table_remove(kept, path);
+	if (kept && r == 0) {
 		g_autoptr(GArray) written = g_array_new(false, true, sizeof(struct rate_lease));
 
 		g_array_append_vals(written, leases, (guint)n);
@@ -394,8 +389,7 @@ int lease_flush(int64_t now, GPtrArray *lost)
 		}
 		want = leases_text((const struct rate_lease *)(void *)k->leases->data,
 				   k->leases->len, now);
-		r = write_text(k->dir, file, want ? g_string_new_len(want->str, (gssize)want->len)
-					    : NULL);
+		r = write_text(k->dir, file, want);
 		if (r < 0) {
 			log_err("leases: %s: %s", (const char *)key, strerror(-r));
 			if (want)
