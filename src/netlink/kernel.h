@@ -213,6 +213,24 @@ int netlink_wg_peers(struct netlink *nl, const char *ifname, struct wg_peer **ou
 void wg_peers_free(struct wg_peer *peers, size_t n);
 
 /*
+ * The same dump off the caller's loop (a busy daemon's): a worker thread
+ * with a netlink socket of its own dumps ifname's peers, and done gets them
+ * in the GMainContext that was the thread default when the dumper was made
+ * (an idle source there): r as netlink_wg_peers's, at when the dump began
+ * (monotonic µs), ifindex as asked; done owns peers (wg_peers_free). One
+ * dump per interface at a time: asking again while one is under way is
+ * that one. After wg_dumper_free, done is not called again.
+ */
+struct wg_dumper;
+typedef void (*wg_dump_done)(void *arg, const char *ifname, int ifindex, int64_t at, int r,
+			     struct wg_peer *peers, size_t n);
+struct wg_dumper *wg_dumper_new(wg_dump_done done, void *arg);
+/* 0 asked (or under way already); -EINVAL a name too long; -EAGAIN no thread. */
+int wg_dumper_ask(struct wg_dumper *w, const char *ifname, int ifindex);
+bool wg_dumper_busy(const struct wg_dumper *w, const char *ifname);
+void wg_dumper_free(struct wg_dumper *w);
+
+/*
  * Kernel notifications: links coming and going, qdiscs changing. The socket
  * is non-blocking; put its fd in an event loop and call netlink_events_read
  * when it is readable.
