@@ -222,6 +222,13 @@ int gate_peer(const struct gate *g, int ifindex, int family, const uint8_t *addr
 	return 0;
 }
 
+double gate_index_at(const struct gate *g, int ifindex)
+{
+	const struct iface *f = g_hash_table_lookup(g->ifaces, GINT_TO_POINTER(ifindex));
+
+	return f ? f->at : -1;
+}
+
 bool gate_fresh(const struct gate *g, int ifindex, double now, double max_age)
 {
 	const struct iface *f = g_hash_table_lookup(g->ifaces, GINT_TO_POINTER(ifindex));

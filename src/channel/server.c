@@ -5,6 +5,7 @@
 #include <linux/filter.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <glib.h>
@@ -32,11 +33,13 @@ struct rate_server {
 	struct addr_info *addrs; /* this host's addresses, as dumped at addrs_at (now_s) */
 	size_t n_addrs;
 	double addrs_at;
+	struct wg_dumper *dumper; /* the index dumped again in the background (GATE_REFRESH_AGE) */
 };
 
 /* What an interface was when last looked at (at most a second ago). */
 struct link_kind {
 	bool wireguard;
+	char name[IF_NAMESIZE]; /* its name then, when WireGuard */
 	gint64 at; /* monotonic, µs */
 };
 
@@ -93,6 +96,9 @@ static int open_one(int family, unsigned int port)
 		    setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)) < 0)
 			goto fail;
 	}
+	/* when each datagram arrived, for the log's "after it arrived" */
+	if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0)
+		goto fail;
 	if (bind(fd, (struct sockaddr *)&a,
 		 family == AF_INET ? sizeof(a.in) : sizeof(a.in6)) < 0)
 		goto fail;
@@ -101,6 +107,26 @@ fail:
 	one = -errno;
 	close(fd);
 	return one;
+}
+
+void rate_server_peers(struct rate_server *s, int ifindex, const struct wg_peer *peers, size_t n,
+		       int64_t at)
+{
+	double when = (double)at / G_USEC_PER_SEC;
+
+	/* an index dumped after this one (a request's own dump meanwhile) stays */
+	if (s && when >= gate_index_at(s->gate, ifindex))
+		gate_index(s->gate, ifindex, peers, n, when);
+}
+
+/* The background dump (GATE_REFRESH_AGE); one that failed leaves the index to age. */
+static void index_dumped(void *arg, const char *ifname, int ifindex, int64_t at, int r,
+			 struct wg_peer *peers, size_t n)
+{
+	(void)ifname;
+	if (r == 0)
+		rate_server_peers(arg, ifindex, peers, n, at);
+	wg_peers_free(peers, n);
 }
 
 int rate_server_open(struct netlink *nl, unsigned int port, rate_decide_fn decide, void *ud,
@@ -124,6 +150,7 @@ int rate_server_open(struct netlink *nl, unsigned int port, rate_decide_fn decid
 	if (r6 < 0 && r6 != -EAFNOSUPPORT)
 		log_warn("rate channel: IPv6 port %u: %s; IPv4 only", port, strerror(-r6));
 	s->gate = gate_new();
+	s->dumper = wg_dumper_new(index_dumped, s);
 	s->kinds = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	*out = s;
 	return 0;
@@ -142,6 +169,7 @@ void rate_server_close(struct rate_server *s)
 	for (int i = 0; i < 2; i++)
 		if (s->fd[i] >= 0)
 			close(s->fd[i]);
+	wg_dumper_free(s->dumper);
 	gate_free(s->gate);
 	g_hash_table_unref(s->kinds);
 	g_free(s->addrs);
@@ -160,12 +188,14 @@ struct dgram {
 	int ifindex; /* where it came in */
 	uint8_t to[16]; /* the address it was sent to */
 	uint64_t rx_ns; /* tune_stamp_ns() when it was read */
+	struct timespec arrived; /* the kernel's stamp (CLOCK_REALTIME); 0 if none */
 };
 
 static int receive(int fd, struct dgram *d)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo))];
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) + CMSG_SPACE(sizeof(struct in_pktinfo)) +
+			 CMSG_SPACE(sizeof(struct timespec))];
 		struct cmsghdr align;
 	} control;
 	struct iovec iov = { .iov_base = d->buf, .iov_len = sizeof(d->buf) };
@@ -185,8 +215,11 @@ static int receive(int fd, struct dgram *d)
 	d->len = (size_t)n; /* MSG_TRUNC: the real length, even of one cut short */
 	d->family = d->from.in.sin_family;
 	d->ifindex = 0;
+	memset(&d->arrived, 0, sizeof(d->arrived));
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+			memcpy(&d->arrived, CMSG_DATA(c), sizeof(d->arrived));
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
 			struct in_pktinfo pi;
 
 			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
@@ -201,6 +234,16 @@ static int receive(int fd, struct dgram *d)
 		}
 	}
 	return 0;
+}
+
+/* Milliseconds from t (CLOCK_REALTIME, as SO_TIMESTAMPNS stamps) to now; 0 when t is none. */
+static double since_ms(const struct timespec *t)
+{
+	struct timespec now;
+
+	if (!t->tv_sec || clock_gettime(CLOCK_REALTIME, &now) < 0)
+		return 0;
+	return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
 }
 
 static double now_s(void)
@@ -239,15 +282,18 @@ static bool addresses_ok(struct rate_server *s, const struct dgram *d, const uin
 	return to_ok;
 }
 
-/* Is ifindex a WireGuard interface? Looked up at most once a second. */
-static bool wireguard_link(struct rate_server *s, int ifindex)
+/*
+ * ifindex's name when it is a WireGuard interface, else NULL; looked up at
+ * most once a second (no socket and ioctl per datagram, as if_indextoname).
+ */
+static const char *wireguard_link(struct rate_server *s, int ifindex)
 {
 	struct link_kind *k = g_hash_table_lookup(s->kinds, GINT_TO_POINTER(ifindex));
 	gint64 now = g_get_monotonic_time();
 	struct link_info link;
 
 	if (k && now - k->at < G_USEC_PER_SEC)
-		return k->wireguard;
+		return k->wireguard ? k->name : NULL;
 	if (!k) {
 		if (g_hash_table_size(s->kinds) >= KINDS_MAX)
 			g_hash_table_remove_all(s->kinds);
@@ -256,8 +302,9 @@ static bool wireguard_link(struct rate_server *s, int ifindex)
 	}
 	k->wireguard = netlink_link_get_index(s->nl, ifindex, &link) == 0 &&
 		       !strcmp(link.kind, "wireguard");
+	g_strlcpy(k->name, k->wireguard ? link.name : "", sizeof(k->name));
 	k->at = now;
-	return k->wireguard;
+	return k->wireguard ? k->name : NULL;
 }
 
 /*
@@ -414,17 +461,19 @@ static void answer_request(struct rate_server *s, int fd, const struct dgram *d,
 	}
 	format_rate(want, sizeof(want), req->rate);
 	format_rate(got, sizeof(got), ans.rate);
-	log_info("%s: peer %s (%s) asks for %s: %s%s%s", ifname, keytext, from,
-		 r < 0 ? "a newer protocol" : req->rate ? want : "the server's rate",
+	log_info("%s: peer %s (%s) asks for %s: %s%s%s (%.1f ms after it arrived)", ifname,
+		 keytext, from, r < 0 ? "a newer protocol" : req->rate ? want : "the server's rate",
 		 rate_status_str(ans.status), ans.status == RATE_REFUSED ? "" : ", now ",
-		 ans.status == RATE_REFUSED ? "" : ans.rate ? got : "no rate of its own");
+		 ans.status == RATE_REFUSED ? "" : ans.rate ? got : "no rate of its own",
+		 since_ms(&d->arrived));
 	if (rate_msg_encode(&ans, out, sizeof(out)) == 0)
 		reply(fd, d, out, sizeof(out)); /* RATE_MSG_SIZE <= d->len: rate_accept */
 }
 
 static void handle(struct rate_server *s, int fd, struct dgram *d)
 {
-	char ifname[IF_NAMESIZE], from[ADDR_STR_SIZE];
+	char from[ADDR_STR_SIZE];
+	const char *ifname;
 	const uint8_t *src = d->family == AF_INET ? (const uint8_t *)&d->from.in.sin_addr :
 						    (const uint8_t *)&d->from.in6.sin6_addr;
 	struct rate_msg req = { 0 };
@@ -440,7 +489,8 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 	 * spends them; the peer's own first, before any dump of ours, so that
 	 * a client asking from many of its addresses spends only its own.
 	 */
-	if (!wireguard_link(s, d->ifindex))
+	ifname = wireguard_link(s, d->ifindex);
+	if (!ifname)
 		return;
 	addr_str((const struct sockaddr *)&d->from, true, from, sizeof(from));
 	who = charge(s, d, src, GATE_RATE, key);
@@ -452,10 +502,11 @@ static void handle(struct rate_server *s, int fd, struct dgram *d)
 					     "in no peer's AllowedIPs");
 		return;
 	}
-	if (!if_indextoname((unsigned int)d->ifindex, ifname))
-		return;
 	/* The index decides while it is young (GATE_DECIDE_AGE); else a dump, also the index's next. */
 	if (gate_fresh(s->gate, d->ifindex, now_s(), GATE_DECIDE_AGE)) {
+		/* and, getting old, is dumped again meanwhile in the background */
+		if (!gate_fresh(s->gate, d->ifindex, now_s(), GATE_REFRESH_AGE))
+			wg_dumper_ask(s->dumper, ifname, d->ifindex);
 		if (addresses_ok(s, d, src))
 			answer_request(s, fd, d, &req, r, ifname, from, key);
 		else

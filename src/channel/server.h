@@ -41,5 +41,12 @@ void rate_server_fds(const struct rate_server *s, int fds[2]);
 /* Handle every datagram waiting on fd. */
 void rate_server_read(struct rate_server *s, int fd);
 void rate_server_close(struct rate_server *s);
+/*
+ * ifindex's peers as dumped at at (monotonic µs) by someone else (the
+ * daemon's poll): the gate's index, unless it holds a younger dump. s may
+ * be NULL (no rate channel).
+ */
+void rate_server_peers(struct rate_server *s, int ifindex, const struct wg_peer *peers, size_t n,
+		       int64_t at);
 
 #endif
