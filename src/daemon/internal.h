@@ -41,6 +41,7 @@ struct daemon {
 	/* ifname -> GHashTable (key -> struct leaf_seen): lazy leaves' traffic as last polled */
 	GHashTable *leaf_seen;
 	guint peer_poll; /* the timer that looks at WireGuard's peers, while anything needs it */
+	struct wg_dumper *peer_dumper; /* the poll's dumps, in a thread of their own */
 	/* rate-channel.c */
 	struct rate_server *rates; /* the rate channel's server side; NULL: off */
 	guint rate_src[2];
