@@ -284,6 +284,89 @@ static void test_write_behind(void)
 	shape_state_clear(&st);
 }
 
+/* A file's whole text. */
+static char *file_text(const char *path)
+{
+	char *text = NULL;
+
+	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+	return text;
+}
+
+/*
+ * The flush makes its text from parts kept per peer; it must be state_save's
+ * (GKeyFile's whole text) byte for byte, on every kind of state and as
+ * peers change, come and go.
+ */
+static void test_flush_text(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
+	static const unsigned char opts[] = { 8, 0, 1, 0, 0x10 };
+	static const char *const names[] = { "", "phone", " lead\\ing\ttab=é#[x]", "tv box" };
+	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
+	struct shape_state st = { .ifindex = 5, .egress = true, .tree = true, .overhead = 60 };
+
+	g_strlcpy(st.orig_kind, "fq_codel", sizeof(st.orig_kind));
+	st.orig_options = g_memdup2(opts, sizeof(opts));
+	st.orig_options_len = sizeof(opts);
+	st.ingress = true;
+	g_strlcpy(st.ifb, "ifb4wg0", sizeof(st.ifb));
+	g_strlcpy(st.source, "config /etc/wgshape/wgshape.conf:3", sizeof(st.source));
+	g_strlcpy(st.overhead_reason, "WireGuard over IPv6: 80", sizeof(st.overhead_reason));
+	st.cap = 12500000;
+	st.tree_leaf = PEER_LEAF_LAZY;
+	st.peers = g_array_new(false, true, sizeof(struct peer_want));
+	for (guint i = 0; i < 12; i++) {
+		struct peer_want w = { .rate = 125000 * (i + 1), .minor = (uint16_t)(0x10 + i) };
+
+		memset(w.key, (int)i + 1, sizeof(w.key));
+		g_strlcpy(w.name, names[i % G_N_ELEMENTS(names)], sizeof(w.name));
+		g_snprintf(w.source, sizeof(w.source), "config wgshape.conf:%u", 10 + i);
+		if (i % 3 == 1)
+			g_strlcpy(w.options, "leaf fq_codel", sizeof(w.options));
+		w.activity = (uint8_t)(i % 3); /* unjudged, idle, active */
+		g_array_append_val(st.peers, w);
+	}
+	state_write_behind(count_kick, NULL);
+	for (guint round = 0; round < 4; round++) {
+		g_autofree char *whole = NULL, *flushed_text = NULL;
+		struct peer_want *w;
+
+		/* peers come and go between rounds: a whole write */
+		if (round == 2)
+			g_array_remove_index(st.peers, 4);
+		if (round == 3) {
+			struct peer_want extra = { .rate = 1, .minor = 0x40 };
+
+			memset(extra.key, 0x77, sizeof(extra.key));
+			g_strlcpy(extra.source, "set", sizeof(extra.source));
+			g_array_prepend_val(st.peers, extra);
+		}
+		g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+		/* one peer changed through the flush (its part made again, the others kept) */
+		g_assert_nonnull(state_borrow(dir, "wg0", g_array_index(st.peers, struct peer_want,
+									 round + 1).key, &w));
+		g_assert_nonnull(w);
+		w->rate += 1000 * (round + 1);
+		g_strlcpy(w->source, round % 2 ? "lease" : "set", sizeof(w->source));
+		w->activity = PEER_ACTIVE;
+		state_borrow_changed(dir, "wg0");
+		g_assert_cmpint(state_flush(lost), ==, 0);
+		g_assert_cmpuint(lost->len, ==, 0);
+		flushed_text = file_text(path);
+		/* the same change made whole */
+		g_array_index(st.peers, struct peer_want, round + 1) = *w;
+		g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+		whole = file_text(path);
+		g_assert_cmpstr(flushed_text, ==, whole);
+	}
+	state_write_behind(NULL, NULL);
+	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
+	safe_tmp_rm(dir);
+	shape_state_clear(&st);
+}
+
 static unsigned int flushed;
 static void count_flushed(GPtrArray *lost, void *arg)
 {
@@ -298,6 +381,7 @@ static void test_write_behind_async(void)
 	g_autofree char *dir = safe_tmp_dir("wgshape-state");
 	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
 	struct shape_state st, back = { 0 };
+	int lock;
 
 	one_peer_tree(&st);
 	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
@@ -331,14 +415,23 @@ static void test_write_behind_async(void)
 	g_assert_cmpuint(kicks, ==, 3);
 	g_assert_false(state_flush_async(count_flushed, NULL));
 
-	/* written whole meanwhile (state_save): the thread's older text is not written */
+	/*
+	 * written whole meanwhile (state_save, under state_lock as every whole
+	 * write is): the thread's older text is not written over it
+	 */
 	g_assert_true(borrow_rate(dir, 5000000));
+	lock = state_lock(dir, "wg0");
+	g_assert_cmpint(lock, >=, 0);
 	g_assert_true(state_flush_async(count_flushed, NULL));
 	g_array_index(st.peers, struct peer_want, 0).rate = 6250000;
 	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+	state_unlock(lock);
 	while (state_flush_busy())
 		g_main_context_iteration(NULL, TRUE);
 	g_assert_cmpuint(file_rate(path), ==, 6250000);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 6250000);
+	shape_state_clear(&back);
 
 	state_write_behind(NULL, NULL);
 	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
@@ -753,6 +846,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/state/cache", test_cache);
 	g_test_add_func("/state/cache-as-parsed", test_cache_as_parsed);
 	g_test_add_func("/state/write-behind", test_write_behind);
+	g_test_add_func("/state/flush-text", test_flush_text);
 	g_test_add_func("/state/write-behind-async", test_write_behind_async);
 	g_test_add_func("/state/lock", test_lock);
 	g_test_add_func("/state/refuses", test_refuses);

@@ -240,26 +240,29 @@ static int peers_load(GKeyFile *kf, struct shape_state *st)
 	return 0;
 }
 
+static void peer_save(GKeyFile *kf, const struct peer_want *w)
+{
+	char key[45];
+	g_autofree char *group = NULL;
+
+	wg_key_to_base64(w->key, key);
+	group = g_strconcat(PEER_GROUP, key, NULL);
+	g_key_file_set_uint64(kf, group, "class", w->minor);
+	g_key_file_set_uint64(kf, group, "rate", w->rate);
+	if (w->name[0])
+		g_key_file_set_string(kf, group, "name", w->name);
+	g_key_file_set_string(kf, group, "source", w->source);
+	if (w->options[0])
+		g_key_file_set_string(kf, group, "options", w->options);
+	if (w->activity != PEER_UNJUDGED)
+		g_key_file_set_string(kf, group, "activity",
+				      w->activity == PEER_ACTIVE ? "active" : "idle");
+}
+
 static void peers_save(GKeyFile *kf, const struct shape_state *st)
 {
-	for (guint i = 0; st->peers && i < st->peers->len; i++) {
-		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
-		char key[45];
-		g_autofree char *group = NULL;
-
-		wg_key_to_base64(w->key, key);
-		group = g_strconcat(PEER_GROUP, key, NULL);
-		g_key_file_set_uint64(kf, group, "class", w->minor);
-		g_key_file_set_uint64(kf, group, "rate", w->rate);
-		if (w->name[0])
-			g_key_file_set_string(kf, group, "name", w->name);
-		g_key_file_set_string(kf, group, "source", w->source);
-		if (w->options[0])
-			g_key_file_set_string(kf, group, "options", w->options);
-		if (w->activity != PEER_UNJUDGED)
-			g_key_file_set_string(kf, group, "activity",
-					      w->activity == PEER_ACTIVE ? "active" : "idle");
-	}
+	for (guint i = 0; st->peers && i < st->peers->len; i++)
+		peer_save(kf, &g_array_index(st->peers, struct peer_want, i));
 }
 
 void state_copy(const struct shape_state *from, struct shape_state *to)
@@ -629,6 +632,85 @@ static char *state_text(const struct shape_state *st, gsize *len)
 	return g_key_file_to_data(kf, len, NULL);
 }
 
+/*
+ * The flush's texts, made from parts kept between flushes. A rate request
+ * changes one peer: its [peer KEY] group is all that needs GKeyFile again
+ * (the whole text of 1,000 peers took 60-95 ms of a lab VM's core, once a
+ * second, beside the requests). A peer's part is its group as
+ * g_key_file_to_data writes one alone; the whole is the other groups' text,
+ * then each part after an empty line, as g_key_file_to_data joins groups
+ * (tests/test-state.c compares the two on every kind of state).
+ */
+struct peer_part {
+	struct peer_want w; /* what the text was made from (the fields it shows) */
+	char *text;
+	gsize len;
+};
+
+static GHashTable *parts; /* state path -> GHashTable (peer key -> struct peer_part) */
+G_LOCK_DEFINE_STATIC(parts);
+
+static void part_free(gpointer p)
+{
+	struct peer_part *part = p;
+
+	g_free(part->text);
+	g_free(part);
+}
+
+/* Does part's text show w as it is now? */
+static bool part_same(const struct peer_part *part, const struct peer_want *w)
+{
+	return part->w.minor == w->minor && part->w.rate == w->rate &&
+	       part->w.activity == w->activity && !strcmp(part->w.name, w->name) &&
+	       !strcmp(part->w.source, w->source) && !strcmp(part->w.options, w->options);
+}
+
+static char *state_text_parts(const char *path, const struct shape_state *st, gsize *len)
+{
+	struct shape_state head = *st;
+	g_autofree char *top = NULL;
+	GHashTable *old, *now;
+	GString *out;
+	gsize top_len;
+
+	head.peers = NULL;
+	top = state_text(&head, &top_len);
+	out = g_string_sized_new(top_len + (st->peers ? st->peers->len * 160 : 0));
+	g_string_append_len(out, top, (gssize)top_len);
+	now = g_hash_table_new_full(wg_key_hash, wg_key_equal, NULL, part_free);
+	G_LOCK(parts);
+	if (!parts)
+		parts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+					      (GDestroyNotify)g_hash_table_unref);
+	old = g_hash_table_lookup(parts, path);
+	for (guint i = 0; st->peers && i < st->peers->len; i++) {
+		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
+		struct peer_part *part = NULL;
+
+		if (g_hash_table_contains(now, w->key))
+			continue; /* a key twice: not a state that loads back, never kept */
+		if (old && g_hash_table_steal_extended(old, w->key, NULL, (gpointer *)&part) &&
+		    !part_same(part, w))
+			g_clear_pointer(&part, part_free);
+		if (!part) {
+			g_autoptr(GKeyFile) kf = g_key_file_new();
+
+			part = g_new0(struct peer_part, 1);
+			part->w = *w;
+			peer_save(kf, w);
+			part->text = g_key_file_to_data(kf, &part->len, NULL);
+		}
+		g_hash_table_insert(now, part->w.key, part);
+		g_string_append_c(out, '\n');
+		g_string_append_len(out, part->text, (gssize)part->len);
+	}
+	g_hash_table_replace(parts, g_strdup(path), now);
+	G_UNLOCK(parts);
+	*len = out->len;
+	return g_string_free(out, false);
+}
+
 static int save_now(const char *dir, const char *ifname, const struct shape_state *st)
 {
 	g_autofree char *file = g_strconcat(ifname, SUFFIX, NULL);
@@ -654,41 +736,6 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 	if (!ifname_is_valid(ifname))
 		return -EINVAL;
 	return save_now(dir, ifname, st);
-}
-
-/*
- * data (st's text as of change gen) over c's file (path's), when that file
- * is still the text c last read or wrote; false when it changed behind our
- * back (or the write failed: *r).
- */
-static bool flush_write(const char *path, struct state_cached *c, const char *data, gsize len,
-			guint64 gen, int *r)
-{
-	g_autofree char *file = g_strconcat(c->ifname, SUFFIX, NULL);
-	g_autoptr(GString) now = NULL;
-	int lock = state_lock(c->dir, c->ifname); /* no other process between the read and the write */
-
-	*r = state_file_read(c->dir, file, STATE_MAX_BYTES, &now);
-	if (*r < 0 || now->len != c->text->len || memcmp(now->str, c->text->str, now->len)) {
-		state_unlock(lock);
-		*r = 0;
-		return false;
-	}
-	*r = state_file_write(c->dir, file, data, len);
-	state_unlock(lock);
-	if (*r < 0) {
-		log_err("%s: write state %s: %s", c->ifname, path, strerror(-*r));
-		return false;
-	}
-	g_string_free(c->text, true);
-	c->text = g_string_new_len(data, (gssize)len);
-	file_id_of(path, &c->id);
-	if (c->gen != gen)
-		return true; /* changed again since: still dirty */
-	c->dirty = false;
-	g_clear_pointer(&c->dir, g_free);
-	g_clear_pointer(&c->ifname, g_free);
-	return true;
 }
 
 struct shape_state *state_borrow(const char *dir, const char *ifname, const uint8_t *key,
@@ -746,12 +793,23 @@ void state_borrow_changed(const char *dir, const char *ifname)
  * for state_flush_async), then each written over its file if its entry is
  * still the one it was copied from.
  */
+enum flush_outcome {
+	FLUSH_SKIPPED, /* the entry was written whole or removed since it was copied */
+	FLUSH_WRITTEN,
+	FLUSH_CHANGED, /* another process changed or removed the file: left as it is */
+	FLUSH_FAILED, /* the write failed (r) */
+};
+
 struct flush_job {
 	char *path;
 	guint64 serial, gen;
 	struct shape_state st;
 	char *data;
 	gsize len;
+	/* batch_files: what became of it */
+	enum flush_outcome outcome;
+	int r;
+	struct file_id id; /* the file written */
 };
 
 struct flush_batch {
@@ -821,22 +879,66 @@ static gpointer batch_texts(gpointer data)
 	for (guint i = 0; i < b->jobs->len; i++) {
 		struct flush_job *j = b->jobs->pdata[i];
 
-		j->data = state_text(&j->st, &j->len);
+		j->data = state_text_parts(j->path, &j->st, &j->len);
 	}
 	return NULL;
 }
 
 /*
- * Each text over its file; a state another process changed or removed
- * meanwhile (or that could not be written) goes into lost and is no longer
- * kept. *again: a state is dirty still (changed while it was written).
- * 0, or the first write's -errno.
+ * Each text over its file (in the thread for state_flush_async), when the
+ * file is still the one the entry last read or wrote (by its id: a rename
+ * over it is another inode). Under state_lock, as every whole write of a
+ * state is, so that no other write comes between the look and the write;
+ * the cache's lock is not held meanwhile (the loop's requests go on).
  */
-static int batch_write(struct flush_batch *b, GPtrArray *lost, bool *again)
+static void batch_files(struct flush_batch *b)
+{
+	for (guint i = 0; i < b->jobs->len; i++) {
+		struct flush_job *j = b->jobs->pdata[i];
+		g_autofree char *dir = NULL, *ifname = NULL, *file = NULL;
+		struct state_cached *c;
+		struct file_id was, now;
+		int lock;
+
+		G_LOCK(cache);
+		c = cache ? g_hash_table_lookup(cache, j->path) : NULL;
+		if (c && c->serial == j->serial && c->flushing) {
+			dir = g_strdup(c->dir);
+			ifname = g_strdup(c->ifname);
+			was = c->id;
+		}
+		G_UNLOCK(cache);
+		if (!dir) {
+			j->outcome = FLUSH_SKIPPED;
+			continue;
+		}
+		file = g_strconcat(ifname, SUFFIX, NULL);
+		lock = state_lock(dir, ifname);
+		file_id_of(j->path, &now);
+		if (!file_id_same(&now, &was)) {
+			j->outcome = FLUSH_CHANGED;
+		} else {
+			j->r = state_file_write(dir, file, j->data, j->len);
+			j->outcome = j->r < 0 ? FLUSH_FAILED : FLUSH_WRITTEN;
+			file_id_of(j->path, &j->id);
+		}
+		state_unlock(lock);
+		if (j->outcome == FLUSH_FAILED)
+			log_err("%s: write state %s: %s", ifname, j->path, strerror(-j->r));
+	}
+}
+
+/*
+ * What the files say, into the cache: a state another process changed or
+ * removed meanwhile (or that could not be written) goes into lost and is
+ * no longer kept. *again: a state is dirty still (changed while it was
+ * written). 0, or the first write's -errno.
+ */
+static int batch_finish(struct flush_batch *b, GPtrArray *lost, bool *again)
 {
 	GHashTableIter it;
 	gpointer val;
-	int failed = 0, r;
+	int failed = 0;
 
 	*again = false;
 	G_LOCK(cache);
@@ -848,11 +950,21 @@ static int batch_write(struct flush_batch *b, GPtrArray *lost, bool *again)
 		if (!c || c->serial != j->serial || !c->flushing)
 			continue;
 		c->flushing = false;
-		if (flush_write(j->path, c, j->data, j->len, j->gen, &r))
+		if (j->outcome == FLUSH_WRITTEN) {
+			g_string_free(c->text, true);
+			c->text = g_string_new_len(j->data, (gssize)j->len);
+			c->id = j->id;
+			if (c->gen != j->gen)
+				continue; /* changed again since: still dirty */
+			c->dirty = false;
+			g_clear_pointer(&c->dir, g_free);
+			g_clear_pointer(&c->ifname, g_free);
 			continue;
+		}
 		if (lost)
 			g_ptr_array_add(lost, g_strdup(c->ifname));
-		failed = failed ? failed : r;
+		if (j->outcome == FLUSH_FAILED)
+			failed = failed ? failed : j->r;
 		g_hash_table_remove(cache, j->path);
 	}
 	if (cache) {
@@ -875,12 +987,13 @@ int state_flush(GPtrArray *lost)
 	if (!b)
 		return 0;
 	batch_texts(b);
-	r = batch_write(b, lost, &again);
+	batch_files(b);
+	r = batch_finish(b, lost, &again);
 	batch_free(b);
 	return r;
 }
 
-/* Back in the loop after the thread: the files, then the caller's done. */
+/* Back in the loop after the thread: what the files say into the cache, then the caller's done. */
 static gboolean flush_finished(gpointer data)
 {
 	struct flush_batch *b = data;
@@ -888,7 +1001,7 @@ static gboolean flush_finished(gpointer data)
 	bool again;
 
 	g_thread_join(b->thread);
-	batch_write(b, lost, &again);
+	batch_finish(b, lost, &again);
 	flush_running = NULL;
 	if (b->done)
 		b->done(lost, b->arg);
@@ -902,6 +1015,7 @@ static gboolean flush_finished(gpointer data)
 static gpointer flush_thread(gpointer data)
 {
 	batch_texts(data);
+	batch_files(data);
 	g_idle_add(flush_finished, data);
 	return NULL;
 }
@@ -966,6 +1080,10 @@ int state_remove(const char *dir, const char *ifname)
 		return -EINVAL;
 	path = state_path(dir, ifname);
 	cache_drop(path);
+	G_LOCK(parts);
+	if (parts)
+		g_hash_table_remove(parts, path);
+	G_UNLOCK(parts);
 	if (g_unlink(path) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
@@ -1151,7 +1269,17 @@ static pid_t live_holder(const char *dir, const char *ifname)
 
 pid_t state_holder(const char *dir, const char *ifname)
 {
+	g_autofree char *path = NULL;
+
 	if (!ifname_is_valid(ifname))
+		return 0;
+	/*
+	 * No file, no hold: one lstat, not the folder's checks (a stat and a
+	 * readlink for each parent), which the daemon's rate requests would
+	 * pay on every request. A file there is read the careful way.
+	 */
+	path = hold_path(dir, ifname);
+	if (g_lstat(path, &(struct stat){ 0 }) < 0 && errno == ENOENT)
 		return 0;
 	return live_holder(dir, ifname);
 }

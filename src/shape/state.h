@@ -96,9 +96,9 @@ void state_borrow_changed(const char *dir, const char *ifname);
 int state_flush(GPtrArray *lost);
 /*
  * The same without holding up the caller's loop: the texts of the states
- * not yet written are made in a thread (from copies), and written back in
- * the default main context, which then calls done(lost, arg) (lost as
- * state_flush's). A state changed meanwhile stays to be written: kick is
+ * not yet written are made (from copies) and written in a thread, each
+ * under state_lock; then the default main context learns what became of
+ * them and calls done(lost, arg) (lost as state_flush's). A state changed meanwhile stays to be written: kick is
  * called again. false when there was nothing to write (done is not called);
  * a call while one runs is one with it. state_flush_busy(): one runs (run
  * the loop until it ends before state_flush at exit).
@@ -124,6 +124,8 @@ int state_remove(const char *dir, const char *ifname);
  * on one network switch): an exclusive flock on the state folder dir (one
  * per network namespace), held from reading ifname's state to writing it,
  * so that neither takes the other's fresh cake for what was there before.
+ * Every whole write of a state (state_save, state_remove) is made under it:
+ * write-behind's flush, which writes from a thread, relies on that.
  * Blocks until it is free; a process that dies lets go; no file is left.
  * The fd, for state_unlock; -1 when it could not be taken (an unsafe
  * folder: said where it matters), and the change goes on without it. Not
