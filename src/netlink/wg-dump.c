@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
 #include <net/if.h>
 #include <glib.h>
 
@@ -69,6 +71,8 @@ static void dump_run(gpointer data, gpointer unused)
 	GSource *back;
 
 	(void)unused;
+	/* background work: the asker's loop first when the CPUs are busy (nice 10, this thread) */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
 	j->at = g_get_monotonic_time();
 	j->r = worker_nl ? 0 : netlink_open(&worker_nl);
 	if (j->r == 0)

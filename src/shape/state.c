@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -1014,6 +1015,8 @@ static gboolean flush_finished(gpointer data)
 
 static gpointer flush_thread(gpointer data)
 {
+	/* background work: the loop's requests first when the CPUs are busy (nice 10, this thread) */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
 	batch_texts(data);
 	batch_files(data);
 	g_idle_add(flush_finished, data);
