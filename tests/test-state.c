@@ -221,6 +221,7 @@ static void test_write_behind(void)
 	/* not asked for: nothing is lent */
 	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
 	g_assert_false(borrow_rate(dir, 2500000));
+	g_assert_null(state_peek(dir, "wg0"));
 
 	state_write_behind(count_kick, NULL);
 	kicks = 0;
@@ -233,6 +234,7 @@ static void test_write_behind(void)
 		g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
 		g_assert_true(g_file_set_contents(path, text, -1, NULL));
 		g_assert_false(borrow_rate(dir, 2500000));
+		g_assert_null(state_peek(dir, "wg0"));
 		g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
 		shape_state_clear(&back);
 	}
@@ -243,6 +245,9 @@ static void test_write_behind(void)
 	g_assert_true(borrow_rate(dir, 3750000));
 	g_assert_cmpuint(kicks, ==, 1);
 	g_assert_cmpuint(file_rate(path), ==, 1250000);
+	g_assert_nonnull(state_peek(dir, "wg0"));
+	g_assert_cmpuint(g_array_index(state_peek(dir, "wg0")->peers, struct peer_want, 0).rate, ==,
+			 3750000);
 	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
 	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 3750000);
 	shape_state_clear(&back);
@@ -362,6 +367,89 @@ static void test_flush_text(void)
 		g_assert_cmpstr(flushed_text, ==, whole);
 	}
 	state_write_behind(NULL, NULL);
+	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
+	safe_tmp_rm(dir);
+	shape_state_clear(&st);
+}
+
+/*
+ * A process that changes one peer (set ... peer KEY download RATE) reads and
+ * writes only its entry: what it reads is that peer and the rest of the
+ * state; what it writes is the file state_save would write of the whole
+ * state so changed, byte for byte, whichever peer it is (first, last).
+ */
+static void test_one_peer(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-state");
+	g_autofree char *path = g_build_filename(dir, "wg0.state", NULL);
+	static const char *const names[] = { "", "phone", " lead\\ing\ttab=é#[x]" };
+	struct shape_state st = { .ifindex = 5, .egress = true, .tree = true, .overhead = 60 };
+	static const guint which[] = { 0, 3, 6 };
+	struct state_one one;
+	struct shape_state got;
+	uint8_t key[WG_KEY_LEN];
+
+	g_strlcpy(st.orig_kind, "noqueue", sizeof(st.orig_kind));
+	g_strlcpy(st.source, "config /etc/wgshape/wgshape.conf:3", sizeof(st.source));
+	st.tree_leaf = PEER_LEAF_LAZY;
+	st.peers = g_array_new(false, true, sizeof(struct peer_want));
+	for (guint i = 0; i < 7; i++) {
+		struct peer_want w = { .rate = 125000 * (i + 1), .minor = (uint16_t)(0x10 + i) };
+
+		memset(w.key, (int)i + 1, sizeof(w.key));
+		g_strlcpy(w.name, names[i % G_N_ELEMENTS(names)], sizeof(w.name));
+		g_snprintf(w.source, sizeof(w.source), "config wgshape.conf:%u", 10 + i);
+		w.activity = (uint8_t)(i % 3);
+		g_array_append_val(st.peers, w);
+	}
+	for (guint k = 0; k < G_N_ELEMENTS(which); k++) {
+		g_autofree char *one_text = NULL, *whole = NULL;
+		struct peer_want *w = &g_array_index(st.peers, struct peer_want, which[k]);
+
+		g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+		g_assert_cmpint(state_load_one(dir, "wg0", w->key, &got, &one), ==, 0);
+		g_assert_cmpuint(got.peers->len, ==, 1);
+		g_assert_cmpmem(g_array_index(got.peers, struct peer_want, 0).key, WG_KEY_LEN, w->key,
+				WG_KEY_LEN);
+		g_assert_cmpstr(g_array_index(got.peers, struct peer_want, 0).name, ==, w->name);
+		g_assert_cmpuint(g_array_index(got.peers, struct peer_want, 0).rate, ==, w->rate);
+		g_assert_cmpint(got.ifindex, ==, 5);
+		g_assert_true(got.tree);
+		/* the change: the peer's rate and source, and the state's source */
+		g_array_index(got.peers, struct peer_want, 0).rate = 999000 + k;
+		g_strlcpy(g_array_index(got.peers, struct peer_want, 0).source, "set",
+			  sizeof(w->source));
+		g_strlcpy(got.source, "set", sizeof(got.source));
+		g_assert_cmpint(state_save_one(dir, "wg0", &got, &one), ==, 0);
+		one_text = file_text(path);
+		shape_state_clear(&got);
+		state_one_clear(&one);
+		/* the same change to the whole state */
+		w->rate = 999000 + k;
+		g_strlcpy(w->source, "set", sizeof(w->source));
+		g_strlcpy(st.source, "set", sizeof(st.source));
+		g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+		whole = file_text(path);
+		g_assert_cmpstr(one_text, ==, whole);
+	}
+
+	/* a peer with no entry, or none at all: not found (the whole way) */
+	memset(key, 0x55, sizeof(key));
+	g_assert_cmpint(state_load_one(dir, "wg0", key, &got, &one), ==, -ENOENT);
+	g_assert_null(one.text);
+	g_assert_cmpint(state_load_one(dir, "wg9", key, &got, &one), ==, -ENOENT);
+	/* a group twice (a hand edit; GKeyFile would merge them): the whole way */
+	{
+		g_autofree char *text = file_text(path), *twice = NULL;
+		const char *grp = strstr(text, "[peer AQEB");
+
+		g_assert_nonnull(grp);
+		twice = g_strconcat(text, "\n", grp, NULL);
+		g_assert_true(g_file_set_contents(path, twice, -1, NULL));
+		g_assert_cmpint(state_load_one(dir, "wg0",
+					       g_array_index(st.peers, struct peer_want, 0).key, &got,
+					       &one), ==, -ENOENT);
+	}
 	g_assert_cmpint(state_remove(dir, "wg0"), ==, 0);
 	safe_tmp_rm(dir);
 	shape_state_clear(&st);
@@ -847,6 +935,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/state/cache-as-parsed", test_cache_as_parsed);
 	g_test_add_func("/state/write-behind", test_write_behind);
 	g_test_add_func("/state/flush-text", test_flush_text);
+	g_test_add_func("/state/one-peer", test_one_peer);
 	g_test_add_func("/state/write-behind-async", test_write_behind_async);
 	g_test_add_func("/state/lock", test_lock);
 	g_test_add_func("/state/refuses", test_refuses);

@@ -146,21 +146,26 @@ static void poll_dumped(void *arg, const char *ifname, int ifindex, int64_t at, 
 			struct wg_peer *peers, size_t n)
 {
 	struct daemon *d = arg;
-	struct shape_state st = { 0 };
+	struct shape_state copy = { 0 };
+	const struct shape_state *st;
 	bool tree, follows;
 	guint64 sum = 0, *old;
 
 	if (r == 0 && ifindex > 0)
 		rate_server_peers(d->rates, ifindex, peers, n, at);
-	/* what may have changed while it was dumped */
-	tree = state_load(d->opts->statedir, ifname, &st) == 0 && st.tree;
+	/* what may have changed while it was dumped; as kept, else a copy */
+	st = state_peek(d->opts->statedir, ifname);
+	if (!st && state_load(d->opts->statedir, ifname, &copy) == 0)
+		st = &copy;
+	tree = st && st->tree;
 	follows = config_follows_peers(d->cfg, ifname);
 	if (!poll_wanted(d, ifname, tree))
 		goto out;
 	if (r == 0) {
 		sum = peers_sum(peers, n);
+		/* the last use of st: leaves_follow may change the state it points into */
 		if (tree)
-			leaves_follow(d, ifname, &st, peers, n);
+			leaves_follow(d, ifname, st, peers, n);
 	}
 	if (!follows)
 		goto out;
@@ -170,7 +175,7 @@ static void poll_dumped(void *arg, const char *ifname, int ifindex, int64_t at, 
 	g_hash_table_replace(d->peer_sums, g_strdup(ifname), g_memdup2(&sum, sizeof(sum)));
 	daemon_schedule(d, ifname, 0);
 out:
-	shape_state_clear(&st);
+	shape_state_clear(&copy);
 	wg_peers_free(peers, n);
 }
 
@@ -184,9 +189,11 @@ static gboolean on_peer_poll(gpointer data)
 
 	state_list(d->opts->statedir, &names);
 	for (char **n = names; n && *n; n++) {
+		const struct shape_state *kept = state_peek(d->opts->statedir, *n);
 		struct shape_state st = { 0 };
+		bool tree = kept ? kept->tree : state_load(d->opts->statedir, *n, &st) == 0 && st.tree;
 
-		if (state_load(d->opts->statedir, *n, &st) == 0 && st.tree) {
+		if (tree) {
 			any = true;
 			poll_one(d, *n, true);
 		}

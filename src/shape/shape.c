@@ -332,15 +332,21 @@ void shape_peers_update(struct shape_state *st, const struct shape_request *req)
 	st->peers = kept;
 }
 
-/* The state after a set that worked: saved, or removed when nothing is shaped. */
+/*
+ * The state after a set that worked: saved, or removed when nothing is
+ * shaped; one: st is one peer's entry of it (state_load_one), written in
+ * place in the file.
+ */
 static int state_commit(const char *statedir, const char *ifname, const struct shape_request *req,
-			struct shape_state *st, int overhead)
+			struct shape_state *st, int overhead, const struct state_one *one)
 {
 	int r;
 
 	text_copy(st->source, sizeof(st->source), req->source ? req->source : "set");
 	st->overhead = overhead;
-	if (!st->egress && !st->ingress)
+	if (one)
+		r = state_save_one(statedir, ifname, st, one);
+	else if (!st->egress && !st->ingress)
 		r = state_remove(statedir, ifname);
 	else
 		r = state_save(statedir, ifname, st);
@@ -360,7 +366,7 @@ static int state_commit(const char *statedir, const char *ifname, const struct s
  */
 static int peer_rate_in_place(struct netlink *nl, const char *statedir, const char *ifname,
 			      const struct link_info *link, struct shape_state *st,
-			      const struct shape_request *req)
+			      const struct shape_request *req, const struct state_one *one)
 {
 	const struct peer_want *old = peer_rate_only(st, req);
 	uint64_t rate, was;
@@ -381,7 +387,7 @@ static int peer_rate_in_place(struct netlink *nl, const char *statedir, const ch
 		return 1;
 	}
 	shape_peers_update(st, req);
-	r = state_commit(statedir, ifname, req, st, st->overhead);
+	r = state_commit(statedir, ifname, req, st, st->overhead, one);
 	if (r < 0)
 		netlink_htb_class_set(nl, link->ifindex, TREE_HANDLE(minor),
 				      TREE_HANDLE(TREE_CAP_MINOR), was, was, QDISC_CHANGE);
@@ -458,7 +464,7 @@ int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname
 	text_copy(own, sizeof(own), st.source); /* state_commit writes st.source from it */
 	req.peers = &w;
 	req.source = own;
-	r = peer_rate_in_place(nl, statedir, ifname, &link, &st, &req);
+	r = peer_rate_in_place(nl, statedir, ifname, &link, &st, &req, NULL);
 out:
 	state_unlock(lock);
 	shape_state_clear(&st);
@@ -510,6 +516,33 @@ int shape_peers_activity(struct netlink *nl, const char *statedir, const char *i
 	return r < 0 ? r : (int)changed;
 }
 
+/*
+ * peer_rate_in_place for a process that reads its state once (`set IFACE
+ * peer KEY download RATE`): only that peer's entry of the state is read and
+ * written (state_load_one), not all the peers'. 1 when it does not apply:
+ * the whole way then (which also says what is wrong).
+ */
+static int peer_rate_one(struct netlink *nl, const char *statedir, const char *ifname,
+			 const struct shape_request *req)
+{
+	struct shape_state st = { 0 };
+	struct state_one one = { 0 };
+	struct link_info link;
+	int r;
+
+	if (req->peers_action != PEERS_ONE || req->n_peers != 1 || !req->peers[0].rate ||
+	    !ifname_is_valid(ifname) || netlink_link_get(nl, ifname, &link) < 0)
+		return 1;
+	if (state_load_one(statedir, ifname, req->peers[0].key, &st, &one) < 0)
+		return 1;
+	/* a recreated interface (its IFB left behind): the whole way cleans up */
+	r = st.ifindex == link.ifindex ?
+		    peer_rate_in_place(nl, statedir, ifname, &link, &st, req, &one) : 1;
+	shape_state_clear(&st);
+	state_one_clear(&one);
+	return r;
+}
+
 static int set_locked(struct netlink *nl, const char *statedir, const char *ifname,
 		      const struct shape_request *req)
 {
@@ -523,10 +556,13 @@ static int set_locked(struct netlink *nl, const char *statedir, const char *ifna
 	bool warn = false;
 	int r;
 
+	r = peer_rate_one(nl, statedir, ifname, req);
+	if (r <= 0)
+		return r;
 	r = link_and_state(nl, statedir, ifname, &link, &st, stale_ifb);
 	if (r < 0)
 		return r;
-	r = stale_ifb[0] ? 1 : peer_rate_in_place(nl, statedir, ifname, &link, &st, req);
+	r = stale_ifb[0] ? 1 : peer_rate_in_place(nl, statedir, ifname, &link, &st, req, NULL);
 	if (r <= 0)
 		goto out;
 
@@ -544,7 +580,7 @@ static int set_locked(struct netlink *nl, const char *statedir, const char *ifna
 
 	r = egress_apply(nl, ifname, &link, &st, req, eg, &o, &wg, &u_eg);
 	if (r == 0)
-		r = state_commit(statedir, ifname, req, &st, o.overhead);
+		r = state_commit(statedir, ifname, req, &st, o.overhead, NULL);
 	if (r < 0) {
 		undo_run(nl, &u_eg, &st, link.ifindex);
 		undo_run(nl, &u_in, &st, link.ifindex);

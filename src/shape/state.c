@@ -732,6 +732,103 @@ static int save_now(const char *dir, const char *ifname, const struct shape_stat
 	return r;
 }
 
+void state_one_clear(struct state_one *one)
+{
+	if (one->text)
+		g_string_free(one->text, true);
+	memset(one, 0, sizeof(*one));
+}
+
+/* Where a line that begins with what (from pos on) starts in text; text->len if none. */
+static gsize line_find(const GString *text, gsize pos, const char *what)
+{
+	gsize n = strlen(what);
+
+	for (; pos + n <= text->len; pos++) {
+		const char *at = memmem(text->str + pos, text->len - pos, what, n);
+
+		if (!at)
+			break;
+		pos = (gsize)(at - text->str);
+		if (pos == 0 || text->str[pos - 1] == '\n')
+			return pos;
+	}
+	return text->len;
+}
+
+int state_load_one(const char *dir, const char *ifname, const uint8_t *key,
+		   struct shape_state *st, struct state_one *one)
+{
+	g_autofree char *file = NULL, *head = NULL, *partial = NULL;
+	char b64[45];
+	gsize next;
+	int r;
+
+	memset(one, 0, sizeof(*one));
+	memset(st, 0, sizeof(*st));
+	if (!ifname_is_valid(ifname))
+		return -EINVAL;
+	file = g_strconcat(ifname, SUFFIX, NULL);
+	r = state_file_read(dir, file, STATE_MAX_BYTES, &one->text);
+	if (r < 0)
+		return r;
+	wg_key_to_base64(key, b64);
+	head = g_strconcat("[" PEER_GROUP, b64, "]\n", NULL);
+	one->first = line_find(one->text, 0, "[" PEER_GROUP);
+	one->start = line_find(one->text, one->first, head);
+	/* none, or twice (GKeyFile would merge the two): the whole way */
+	if (one->start == one->text->len ||
+	    line_find(one->text, one->start + 1, head) != one->text->len) {
+		state_one_clear(one);
+		return -ENOENT;
+	}
+	/* the group ends where the next one begins, less the empty line between */
+	next = line_find(one->text, one->start + 1, "[");
+	one->end = next < one->text->len ? next - 1 : next;
+	partial = g_strdup_printf("%.*s%.*s", (int)one->first, one->text->str,
+				  (int)(one->end - one->start), one->text->str + one->start);
+	r = state_parse(partial, strlen(partial), st);
+	if (r == 0 && (!st->peers || st->peers->len != 1 ||
+		       memcmp(g_array_index(st->peers, struct peer_want, 0).key, key, WG_KEY_LEN))) {
+		shape_state_clear(st);
+		r = -EBADMSG;
+	}
+	if (r < 0)
+		state_one_clear(one);
+	return r;
+}
+
+int state_save_one(const char *dir, const char *ifname, const struct shape_state *st,
+		   const struct state_one *one)
+{
+	g_autofree char *file = NULL, *top = NULL, *group = NULL;
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	struct shape_state head = *st;
+	GString *out;
+	gsize top_len, group_len;
+	int r;
+
+	if (!ifname_is_valid(ifname))
+		return -EINVAL;
+	if (!st->peers || st->peers->len != 1 || !one->text)
+		return -EINVAL;
+	head.peers = NULL;
+	top = state_text(&head, &top_len);
+	peer_save(kf, &g_array_index(st->peers, struct peer_want, 0));
+	group = g_key_file_to_data(kf, &group_len, NULL);
+	/* as g_key_file_to_data joins groups: each after an empty line */
+	out = g_string_sized_new(one->text->len + group_len);
+	g_string_append_len(out, top, (gssize)top_len);
+	g_string_append_c(out, '\n');
+	g_string_append_len(out, one->text->str + one->first, (gssize)(one->start - one->first));
+	g_string_append_len(out, group, (gssize)group_len);
+	g_string_append_len(out, one->text->str + one->end, (gssize)(one->text->len - one->end));
+	file = g_strconcat(ifname, SUFFIX, NULL);
+	r = state_file_write(dir, file, out->str, out->len);
+	g_string_free(out, true);
+	return r;
+}
+
 int state_save(const char *dir, const char *ifname, const struct shape_state *st)
 {
 	if (!ifname_is_valid(ifname))
@@ -739,15 +836,13 @@ int state_save(const char *dir, const char *ifname, const struct shape_state *st
 	return save_now(dir, ifname, st);
 }
 
-struct shape_state *state_borrow(const char *dir, const char *ifname, const uint8_t *key,
-				 struct peer_want **peer)
+/* ifname's kept entry, when write-behind is on and its file is the one it was. */
+static struct state_cached *kept_entry(const char *dir, const char *ifname)
 {
 	g_autofree char *path = NULL;
 	struct state_cached *c;
 	struct file_id now;
-	gpointer at;
 
-	*peer = NULL;
 	if (!behind_kick || !ifname_is_valid(ifname))
 		return NULL;
 	path = state_path(dir, ifname);
@@ -762,6 +857,26 @@ struct shape_state *state_borrow(const char *dir, const char *ifname, const uint
 		if (!file_id_same(&now, &c->id))
 			return NULL;
 	}
+	return c;
+}
+
+const struct shape_state *state_peek(const char *dir, const char *ifname)
+{
+	struct state_cached *c = kept_entry(dir, ifname);
+
+	return c ? &c->st : NULL;
+}
+
+struct shape_state *state_borrow(const char *dir, const char *ifname, const uint8_t *key,
+				 struct peer_want **peer)
+{
+	struct state_cached *c;
+	gpointer at;
+
+	*peer = NULL;
+	c = kept_entry(dir, ifname);
+	if (!c)
+		return NULL;
 	if (!c->by_key) {
 		c->by_key = g_hash_table_new(wg_key_hash, wg_key_equal);
 		for (guint i = 0; c->st.peers && i < c->st.peers->len; i++)

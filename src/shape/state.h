@@ -66,6 +66,29 @@ char *state_get_string(GKeyFile *kf, const char *group, const char *key);
 /* Atomic: a reader sees the old file or the new one, never a torn one. */
 int state_save(const char *dir, const char *ifname, const struct shape_state *st);
 /*
+ * One peer's entry, for a process that changes only it (`set IFACE peer KEY
+ * download RATE`): ifname's state as state_load gives it, but with only that
+ * peer in st->peers (none when the state has no entry for key), parsed from
+ * the file's groups before its first peer and that peer's own group, not
+ * the whole file (at 1,000 peers GKeyFile's parse and text of it were most
+ * of the command's time). one keeps the file's text for state_save_one,
+ * which writes st's other groups and the peer's group into it in place:
+ * the same file state_save would write of the whole state so changed.
+ * Free one with state_one_clear. Errors as state_load's; -ENOENT also when
+ * the peer has no entry.
+ */
+struct state_one {
+	GString *text; /* the file's, as read */
+	gsize first; /* where its first [peer] group starts (text->len: none) */
+	gsize start, end; /* the peer's group */
+};
+int state_load_one(const char *dir, const char *ifname, const uint8_t *key,
+		   struct shape_state *st, struct state_one *one);
+/* st: what state_load_one gave, changed; its one peer keeps its key. */
+int state_save_one(const char *dir, const char *ifname, const struct shape_state *st,
+		   const struct state_one *one);
+void state_one_clear(struct state_one *one);
+/*
  * Write-behind, for a process that changes a state many times a second (the
  * daemon's rate requests): once state_write_behind() gave a kick, a change
  * made through state_borrow (below) is what state_load gives back at once,
@@ -87,6 +110,12 @@ struct peer_want;
 struct shape_state *state_borrow(const char *dir, const char *ifname, const uint8_t *key,
 				 struct peer_want **peer);
 void state_borrow_changed(const char *dir, const char *ifname);
+/*
+ * ifname's state as kept, to read only (the daemon's poll: no copy of
+ * 1,000 peers every 2 s); NULL as state_borrow's. Holds until the next call
+ * of this module.
+ */
+const struct shape_state *state_peek(const char *dir, const char *ifname);
 /*
  * Every state not yet written, to its file. One that another process changed
  * or removed in the meantime is left as that process made it: its interface
