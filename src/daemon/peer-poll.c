@@ -123,7 +123,7 @@ static guint64 peers_sum(const struct wg_peer *peers, size_t n)
 	return h;
 }
 
-/* Is ifname one for the poll to look at now (st: its per-peer tree, or NULL)? */
+/* Is ifname one for the poll to look at now (tree: it is shaped per peer)? */
 static bool poll_wanted(struct daemon *d, const char *ifname, bool tree)
 {
 	return !holds_check(d, ifname) && !g_hash_table_contains(d->pending, ifname) &&
