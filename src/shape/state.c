@@ -667,18 +667,35 @@ static bool part_same(const struct peer_part *part, const struct peer_want *w)
 	       !strcmp(part->w.source, w->source) && !strcmp(part->w.options, w->options);
 }
 
-static char *state_text_parts(const char *path, const struct shape_state *st, gsize *len)
+/* st's groups but its peers' (the text before the first [peer]), with room for extra more. */
+static GString *head_text(const struct shape_state *st, gsize extra)
 {
 	struct shape_state head = *st;
 	g_autofree char *top = NULL;
-	GHashTable *old, *now;
 	GString *out;
-	gsize top_len;
+	gsize len;
 
 	head.peers = NULL;
-	top = state_text(&head, &top_len);
-	out = g_string_sized_new(top_len + (st->peers ? st->peers->len * 160 : 0));
-	g_string_append_len(out, top, (gssize)top_len);
+	top = state_text(&head, &len);
+	out = g_string_sized_new(len + extra);
+	g_string_append_len(out, top, (gssize)len);
+	return out;
+}
+
+/* w's [peer KEY] group, as g_key_file_to_data writes it alone. */
+static char *peer_text(const struct peer_want *w, gsize *len)
+{
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+
+	peer_save(kf, w);
+	return g_key_file_to_data(kf, len, NULL);
+}
+
+static char *state_text_parts(const char *path, const struct shape_state *st, gsize *len)
+{
+	GString *out = head_text(st, st->peers ? st->peers->len * 160 : 0);
+	GHashTable *old, *now;
+
 	now = g_hash_table_new_full(wg_key_hash, wg_key_equal, NULL, part_free);
 	G_LOCK(parts);
 	if (!parts)
@@ -695,12 +712,9 @@ static char *state_text_parts(const char *path, const struct shape_state *st, gs
 		    !part_same(part, w))
 			g_clear_pointer(&part, part_free);
 		if (!part) {
-			g_autoptr(GKeyFile) kf = g_key_file_new();
-
 			part = g_new0(struct peer_part, 1);
 			part->w = *w;
-			peer_save(kf, w);
-			part->text = g_key_file_to_data(kf, &part->len, NULL);
+			part->text = peer_text(w, &part->len);
 		}
 		g_hash_table_insert(now, part->w.key, part);
 		g_string_append_c(out, '\n');
@@ -801,24 +815,18 @@ int state_load_one(const char *dir, const char *ifname, const uint8_t *key,
 int state_save_one(const char *dir, const char *ifname, const struct shape_state *st,
 		   const struct state_one *one)
 {
-	g_autofree char *file = NULL, *top = NULL, *group = NULL;
-	g_autoptr(GKeyFile) kf = g_key_file_new();
-	struct shape_state head = *st;
+	g_autofree char *file = NULL, *group = NULL;
 	GString *out;
-	gsize top_len, group_len;
+	gsize group_len;
 	int r;
 
 	if (!ifname_is_valid(ifname))
 		return -EINVAL;
 	if (!st->peers || st->peers->len != 1 || !one->text)
 		return -EINVAL;
-	head.peers = NULL;
-	top = state_text(&head, &top_len);
-	peer_save(kf, &g_array_index(st->peers, struct peer_want, 0));
-	group = g_key_file_to_data(kf, &group_len, NULL);
+	group = peer_text(&g_array_index(st->peers, struct peer_want, 0), &group_len);
+	out = head_text(st, one->text->len + group_len);
 	/* as g_key_file_to_data joins groups: each after an empty line */
-	out = g_string_sized_new(one->text->len + group_len);
-	g_string_append_len(out, top, (gssize)top_len);
 	g_string_append_c(out, '\n');
 	g_string_append_len(out, one->text->str + one->first, (gssize)(one->start - one->first));
 	g_string_append_len(out, group, (gssize)group_len);
