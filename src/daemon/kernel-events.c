@@ -2,8 +2,10 @@
 /*
  * The daemon's input from the kernel: link and tc notifications. A link
  * that appears and is configured, a change to a link the configuration
- * enforces, a qdisc of ours changed by someone else: each schedules that
- * interface. The links seen (ifindex -> name) are kept for the others.
+ * enforces, a qdisc of ours or a class or leaf of our per-peer tree changed
+ * by someone else: each schedules that interface (reconciling it re-reads it
+ * and puts back what the configuration says). The links seen (ifindex ->
+ * name) are kept for the others.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,9 @@
 #include <linux/pkt_sched.h>
 
 #include "daemon/internal.h"
+#include "shape/peers.h"
 #include "shape/shape.h"
+#include "shape/state.h"
 #include "util/log.h"
 
 /* The interface an IFB of ours serves, if we know it. */
@@ -65,10 +69,58 @@ static void on_link_new(struct daemon *d, const struct netlink_event *ev)
 		daemon_schedule(d, ev->ifname, g_get_monotonic_time());
 }
 
+/* The interface a tc notification is about, an IFB of ours counting as its owner's. */
+static const char *tc_event_iface(struct daemon *d, const struct netlink_event *ev)
+{
+	const char *name = g_hash_table_lookup(d->names, GINT_TO_POINTER(ev->ifindex));
+
+	if (name && !strncmp(name, "ifb4", 4) && ifb_owner(d, name))
+		name = ifb_owner(d, name);
+	return name;
+}
+
+/*
+ * Is ifname's egress our per-peer tree, as the state kept says? (Kept
+ * since the interface was first reconciled; if it is not, the next
+ * reconcile has the kernel's word anyway.)
+ */
+static bool ours_is_tree(struct daemon *d, const char *ifname)
+{
+	const struct shape_state *st = state_peek(d->opts->statedir, ifname);
+
+	return st && st->tree;
+}
+
+/*
+ * A class of our tree, or the leaf under one, made, changed or deleted by
+ * another process (`tc class change ...`, a `wgshape set` beside us): that
+ * interface again, if the configuration enforces it. Reconciling waits for
+ * the state lock the other wgshape holds, so it plans from what that one
+ * wrote, and changes only the classes that differ.
+ */
+static void on_tree_part(struct daemon *d, const struct netlink_event *ev, const char *what,
+			 uint32_t id)
+{
+	const char *name;
+
+	if (ev->portid && ev->portid == netlink_port(d->nl))
+		return;
+	name = tc_event_iface(d, ev);
+	if (!name || !daemon_enforced(d, name) || !ours_is_tree(d, name))
+		return;
+	log_debug("%s: %s %x:%x changed by another process (port %u); reconciling", name, what,
+		  TC_H_MAJ(id) >> 16, TC_H_MIN(id), ev->portid);
+	daemon_schedule(d, name, 0);
+}
+
 static void on_qdisc(struct daemon *d, const struct netlink_event *ev)
 {
 	const char *name;
 
+	if (TC_H_MAJ(ev->parent) == TREE_HANDLE(0) && ev->parent != TC_H_ROOT) {
+		on_tree_part(d, ev, "the leaf of class", ev->parent);
+		return;
+	}
 	if (ev->parent != TC_H_ROOT && ev->parent != TC_H_INGRESS)
 		return;
 	/* an HTB root: per-peer shaping set by hand, perhaps; follow its peers */
@@ -77,12 +129,8 @@ static void on_qdisc(struct daemon *d, const struct netlink_event *ev)
 	/* Our own changes come back as notifications too: nothing to do. */
 	if (ev->portid && ev->portid == netlink_port(d->nl))
 		return;
-	name = g_hash_table_lookup(d->names, GINT_TO_POINTER(ev->ifindex));
-	if (!name)
-		return;
-	if (!strncmp(name, "ifb4", 4) && ifb_owner(d, name))
-		name = ifb_owner(d, name);
-	if (daemon_enforced(d, name))
+	name = tc_event_iface(d, ev);
+	if (name && daemon_enforced(d, name))
 		daemon_schedule(d, name, 0);
 }
 
@@ -104,6 +152,11 @@ static void on_event(const struct netlink_event *ev, void *arg)
 	case NL_EVENT_QDISC_NEW:
 	case NL_EVENT_QDISC_DEL:
 		on_qdisc(d, ev);
+		return;
+	case NL_EVENT_CLASS_NEW:
+	case NL_EVENT_CLASS_DEL:
+		if (TC_H_MAJ(ev->handle) == TREE_HANDLE(0))
+			on_tree_part(d, ev, "class", ev->handle);
 		return;
 	}
 }

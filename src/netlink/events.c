@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Link and tc notifications for the daemon.
+ * Link and tc (qdisc and class) notifications for the daemon.
  */
 #include <errno.h>
 #include <limits.h>
@@ -42,15 +42,30 @@ static int on_event(struct nl_msg *msg, void *arg)
 		break;
 	}
 	case RTM_NEWQDISC:
-	case RTM_DELQDISC: {
+	case RTM_DELQDISC:
+	case RTM_NEWTCLASS:
+	case RTM_DELTCLASS: {
 		struct tcmsg *tcm = nlmsg_data(hdr);
 		struct nlattr *tb[TCA_MAX + 1];
 
 		if (nlmsg_parse(hdr, sizeof(*tcm), tb, TCA_MAX, NULL) < 0)
 			return NL_SKIP;
-		ev.type = hdr->nlmsg_type == RTM_NEWQDISC ? NL_EVENT_QDISC_NEW : NL_EVENT_QDISC_DEL;
+		switch (hdr->nlmsg_type) {
+		case RTM_NEWQDISC:
+			ev.type = NL_EVENT_QDISC_NEW;
+			break;
+		case RTM_DELQDISC:
+			ev.type = NL_EVENT_QDISC_DEL;
+			break;
+		case RTM_NEWTCLASS:
+			ev.type = NL_EVENT_CLASS_NEW;
+			break;
+		default:
+			ev.type = NL_EVENT_CLASS_DEL;
+		}
 		ev.ifindex = tcm->tcm_ifindex;
 		ev.parent = tcm->tcm_parent;
+		ev.handle = tcm->tcm_handle;
 		if (tb[TCA_KIND])
 			nla_strlcpy(ev.kind, tb[TCA_KIND], sizeof(ev.kind));
 		break;

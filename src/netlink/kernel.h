@@ -231,7 +231,7 @@ bool wg_dumper_busy(const struct wg_dumper *w, const char *ifname);
 void wg_dumper_free(struct wg_dumper *w);
 
 /*
- * Kernel notifications: links coming and going, qdiscs changing. The socket
+ * Kernel notifications: links coming and going, qdiscs and classes changing. The socket
  * is non-blocking; put its fd in an event loop and call netlink_events_read
  * when it is readable.
  */
@@ -242,6 +242,8 @@ enum netlink_event_type {
 	NL_EVENT_LINK_DEL,
 	NL_EVENT_QDISC_NEW,
 	NL_EVENT_QDISC_DEL,
+	NL_EVENT_CLASS_NEW, /* a tc class made or changed */
+	NL_EVENT_CLASS_DEL,
 	NL_EVENT_OVERRUN, /* the kernel dropped notifications (ENOBUFS): resync */
 };
 
@@ -249,8 +251,9 @@ struct netlink_event {
 	enum netlink_event_type type;
 	int ifindex;
 	char ifname[IFNAME_SIZE]; /* link events */
-	char kind[32]; /* qdisc kind; link kind */
-	uint32_t parent; /* qdisc events */
+	char kind[32]; /* qdisc or class kind; link kind */
+	uint32_t parent; /* qdisc and class events */
+	uint32_t handle; /* qdisc and class events: the qdisc's handle, the class's id */
 	uint32_t portid; /* the netlink port whose request caused it (0: the kernel's own) */
 };
 

@@ -11,6 +11,10 @@
 # nothing else changed (tc monitor); its first packet after: cake again
 # within a few seconds (the time printed), again one leaf replaced; traffic
 # then goes through that cake; a peer with leaf = cake keeps its cake idle.
+# Enforcement of the tree's parts: a class changed with `tc class change`
+# and a leaf replaced with `tc qdisc replace` by hand are put back by the
+# daemon (it follows class and leaf notifications), and a `wgshape set`
+# beside it stands.
 . "$(dirname "$0")/lib.sh"
 
 IDLE=5 # leaf-idle, seconds
@@ -122,6 +126,36 @@ sent=$(inns srv tc -s qdisc show dev wg0 | awk -v c="$C_CLI" '
 	$1 == "qdisc" { cur = ($2 == "cake" && $5 == c) } cur && !done && $1 == "Sent" { print $2; done = 1 }')
 expect_ge "its cake's bytes sent" 1000000 "${sent:-0}"
 expect_eq "laptop: still cake while it moves traffic" "cake -" "$(leaf_of "$C_CLI")"
+
+step "a class and a leaf changed by hand come back; a wgshape set beside the daemon stands"
+ceil0=$(htb_class_field srv wg0 "$C_IDLE" ceil)
+from=$(wc -l <"$MON")
+t0=$EPOCHREALTIME
+inns srv tc class change dev wg0 parent 1:1 classid "$C_IDLE" htb rate 7mbit ceil 7mbit
+t=$(stamped_wait 10 "$MON" "$from" "class htb $C_IDLE .* ceil $ceil0 ") ||
+	fail "class $C_IDLE not back at ceil $ceil0 within 10 s"
+[ -z "$t" ] || info "tc class change to the class put back: $(ms_between "$t0" "$t") ms"
+expect_eq "idle's class: its ceil again" "$ceil0" "$(htb_class_field srv wg0 "$C_IDLE" ceil)"
+expect_match "daemon log: the class changed by another process" \
+	"wg0: class $C_IDLE changed by another process" "$(cat "$LOG")"
+from=$(wc -l <"$MON")
+inns srv tc qdisc replace dev wg0 parent "$C_CAKE" pfifo limit 77
+stamped_wait 10 "$MON" "$from" "qdisc cake .* parent $C_CAKE " >/dev/null ||
+	fail "no cake back under $C_CAKE within 10 s"
+expect_eq "always: cake again" "cake -" "$(leaf_of "$C_CAKE")"
+# a peer wgshape set gives a class, beside the daemon (not in its configuration)
+K_SET=$(new_key)
+inns srv wg set wg0 peer "$K_SET" allowed-ips 10.200.1.4/32
+expect_wgshape_ok srv set wg0 peer "$K_SET" download 3mbit
+C_SET=$(htb_class_for srv wg0 10.200.1.4)
+wait_for 10 "$LOG" 0 grep -q -m1 "wg0: class $C_SET changed by another process" ||
+	fail "the daemon did not see set's class $C_SET"
+# barrier: one more hand change put back, so the daemon has reconciled since set
+from=$(wc -l <"$MON")
+inns srv tc class change dev wg0 parent 1:1 classid "$C_IDLE" htb rate 7mbit ceil 7mbit
+stamped_wait 10 "$MON" "$from" "class htb $C_IDLE .* ceil $ceil0 " >/dev/null ||
+	fail "class $C_IDLE not back at ceil $ceil0 within 10 s (the second time)"
+expect_eq "set's class stands under the daemon (ceil)" 3Mbit "$(htb_class_field srv wg0 "$C_SET" ceil)"
 
 stop_daemon "$DAEMON_PID"
 kill "$STAMPED_PID" 2>/dev/null || true
