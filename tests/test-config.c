@@ -1936,6 +1936,62 @@ static void test_adapt(void)
 	g_assert_cmpuint(c->adapt.ingress_max, ==, 0);
 }
 
+/* [peer] adapt = yes (issue 26): the server adapts that peer; its range and probe. */
+static void test_peer_adapt(void)
+{
+	static const char text[] =
+		"[peer phone]\n"
+		"public-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		"download = 20mbit\n"
+		"adapt = yes\n"
+		"[peer tv]\n"
+		"public-key = AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\n"
+		"download = 20mbit\n"
+		"adapt = yes\n"
+		"adapt-min = 5mbit\n"
+		"adapt-max = 40mbit\n"
+		"probe = fd00::7\n"
+		"[peer guest]\n" /* 1: nothing to adapt from */
+		"public-key = AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=\n"
+		"client-download = yes\n"
+		"adapt = yes\n"
+		"[peer box]\n"
+		"public-key = AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=\n"
+		"download = 20mbit\n"
+		"adapt = yes\n"
+		"adapt-max = 10mbit\n" /* 2: download above the range */
+		"probe = phone.example\n" /* 3: not an address */
+		"[peer old]\n"
+		"public-key = BAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ=\n"
+		"download = 8mbit\n"
+		"adapt = perhaps\n"; /* 4 */
+	g_autofree char *path = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+	const struct conf_peer *p;
+	uint8_t key[WG_KEY_LEN];
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 4);
+	memset(key, 0, sizeof(key));
+	p = config_peer(cfg, "wg0", key);
+	g_assert_nonnull(p);
+	g_assert_true(p->adapt);
+	g_assert_cmpuint(p->adapt_min, ==, 20000000 / 8 / 10); /* a tenth of download */
+	g_assert_cmpuint(p->adapt_max, ==, 20000000 / 8); /* download */
+	g_assert_null(p->probe);
+	memset(key, 1, sizeof(key));
+	p = config_peer(cfg, "wg0", key);
+	g_assert_true(p->adapt);
+	g_assert_cmpuint(p->adapt_min, ==, 5000000 / 8);
+	g_assert_cmpuint(p->adapt_max, ==, 40000000 / 8);
+	g_assert_cmpstr(p->probe, ==, "fd00::7");
+	memset(key, 2, sizeof(key));
+	g_assert_false(config_peer(cfg, "wg0", key)->adapt);
+	memset(key, 3, sizeof(key));
+	g_assert_false(config_peer(cfg, "wg0", key)->adapt);
+	memset(key, 4, sizeof(key));
+	g_assert_false(config_peer(cfg, "wg0", key)->adapt);
+}
+
 /* [daemon] metrics-file and metrics-every: an absolute path, 1..3600 s. */
 static void test_metrics_keys(void)
 {
@@ -2021,6 +2077,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/rate-channel", test_rate_channel);
 	g_test_add_func("/config/old-spelling", test_old_spelling);
 	g_test_add_func("/config/follows-peers", test_follows_peers);
+	g_test_add_func("/config/peer-adapt", test_peer_adapt);
 	g_test_add_func("/config/client-server", test_client_server);
 	g_test_add_func("/config/adapt", test_adapt);
 	g_test_add_func("/config/long-names", test_long_names);

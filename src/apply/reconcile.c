@@ -251,6 +251,23 @@ static void leases_merge(const struct reconciler *rc, const char *ifname, GArray
 	}
 }
 
+/* The server's own adaptation over the configured rates (a client's lease stays first). */
+static void adapted_merge(const struct reconciler *rc, const char *ifname, GArray *peers)
+{
+	for (guint i = 0; rc->peer_adapted && i < peers->len; i++) {
+		struct peer_want *w = &g_array_index(peers, struct peer_want, i);
+		uint64_t rate;
+
+		if (!strcmp(w->source, SOURCE_LEASE))
+			continue;
+		rate = rc->peer_adapted(rc->peer_ud, ifname, w->key);
+		if (!rate)
+			continue;
+		w->rate = rate;
+		g_strlcpy(w->source, PEER_SOURCE_ADAPT, sizeof(w->source));
+	}
+}
+
 /* Where the shaping of ifname comes from: its section, else its first configured peer. */
 static void config_source(const struct conf_section *c, const GArray *peers, char *buf,
 			  size_t size)
@@ -297,6 +314,7 @@ int reconcile_iface(const struct reconciler *rc, const char *ifname)
 	}
 	peers_for(rc, ifname, peers);
 	leases_merge(rc, ifname, peers);
+	adapted_merge(rc, ifname, peers);
 	if (c || peers->len) {
 		config_source(c, peers, source, sizeof(source));
 		return apply_section(rc, ifname, c, source, peers);

@@ -31,6 +31,13 @@ struct reconciler {
 	void (*adapted)(void *ud, const char *ifname, const struct conf_section *c,
 			struct adapted_rates *out);
 	void *ud;
+	/*
+	 * The download rate the server's own adaptation set for the peer key
+	 * on ifname now ([peer] adapt = yes), which wins over its [peer]
+	 * download; 0: none. NULL: nothing adapts peers.
+	 */
+	uint64_t (*peer_adapted)(void *ud, const char *ifname, const uint8_t *key);
+	void *peer_ud;
 };
 
 #define SOURCE_CONFIG "config"

@@ -88,6 +88,28 @@ static bool adapt_check(struct config *cfg, struct conf_section *c)
 	return false;
 }
 
+/* A [peer]'s adapt = yes: needs download = RATE, and a range that holds it. */
+static void peer_adapt_check(struct config *cfg, struct conf_peer *p)
+{
+	if (!p->adapt)
+		return;
+	if (!p->download) {
+		conf_warn(cfg, p->where, 0, "[peer %s]: adapt = yes but no download = RATE to "
+			  "adapt; adapt skipped", TEXT_QUOTE(p->name));
+		p->adapt = false;
+		return;
+	}
+	if (!p->adapt_max)
+		p->adapt_max = MAX(p->download, p->adapt_min);
+	if (!p->adapt_min)
+		p->adapt_min = MIN(p->download / 10, p->adapt_max);
+	if (p->adapt_min <= p->download && p->download <= p->adapt_max)
+		return;
+	conf_warn(cfg, p->where, 0, "[peer %s]: download is not within adapt-min .. adapt-max; "
+		  "adapt skipped", TEXT_QUOTE(p->name));
+	p->adapt = false;
+}
+
 /* After all files: a peer needs its key and a rate; its options parse as one line. */
 static void finish_peers(struct config *cfg)
 {
@@ -101,6 +123,7 @@ static void finish_peers(struct config *cfg)
 				      "no download = RATE (nor client-download)" : NULL;
 
 		rate_bounds_check(cfg, p->where, "peer", p->name, &p->rate);
+		peer_adapt_check(cfg, p);
 		if (!missing && !g_hash_table_add(keys, g_base64_encode(p->key, sizeof(p->key))))
 			missing = "the same public-key as another [peer]";
 		if (!missing)

@@ -80,6 +80,15 @@ struct conf_peer {
 	bool has_key;
 	char **ifaces; /* interface = globs, NULL-terminated; NULL: every WireGuard interface */
 	uint64_t download; /* bytes/s; 0: not given */
+	/*
+	 * adapt = yes: the server's daemon follows this peer's line alone
+	 * (src/daemon/peer-adapt.c), its download between adapt_min and
+	 * adapt_max (bytes/s; download / 10 and download when not given),
+	 * probing probe (an address; NULL: the peer's /32 or /128)
+	 */
+	bool adapt;
+	uint64_t adapt_min, adapt_max;
+	char *probe;
 	struct conf_rate rate; /* over its interface's */
 	GPtrArray *words; /* its cake's options as set's words */
 };
@@ -189,6 +198,9 @@ void config_rate_policy(const struct config *cfg, const char *ifname, const uint
 			struct rate_policy *out);
 /* The name of key's [peer] section for ifname, or NULL. */
 const char *config_peer_name(const struct config *cfg, const char *ifname, const uint8_t *key);
+/* key's [peer] section for ifname (none: NULL). */
+const struct conf_peer *config_peer(const struct config *cfg, const char *ifname,
+				    const uint8_t *key);
 
 /*
  * Does a [network] profile for ifname say download = (so that the client asks

@@ -121,6 +121,12 @@ static const struct conf_peer *peer_of(const struct config *cfg, const char *ifn
 	return NULL;
 }
 
+const struct conf_peer *config_peer(const struct config *cfg, const char *ifname,
+				    const uint8_t *key)
+{
+	return peer_of(cfg, ifname, key);
+}
+
 const char *config_peer_name(const struct config *cfg, const char *ifname, const uint8_t *key)
 {
 	const struct conf_peer *p = peer_of(cfg, ifname, key);

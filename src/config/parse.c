@@ -38,6 +38,7 @@ static void conf_peer_free(gpointer ptr)
 
 	g_free(p->name);
 	g_free(p->where);
+	g_free(p->probe);
 	g_strfreev(p->ifaces);
 	g_ptr_array_unref(p->words);
 	g_free(p);

@@ -32,6 +32,7 @@ struct reconciler daemon_reconciler(struct daemon *d)
 	};
 
 	adapters_reconciler(d, &rc);
+	peer_adapt_reconciler(d, &rc);
 	return rc;
 }
 
@@ -70,6 +71,7 @@ static gboolean on_idle(gpointer data)
 		holds_watch_all(d);
 		reconcile_all(&rc);
 		adapters_sync(d, &rc);
+		peer_adapt_sync(d);
 		nm_nets_free(nets);
 		return G_SOURCE_REMOVE;
 	}
@@ -87,6 +89,7 @@ static gboolean on_idle(gpointer data)
 		g_hash_table_iter_remove(&it);
 	}
 	adapters_sync(d, &rc);
+	peer_adapt_sync(d);
 	nm_nets_free(nets);
 	return G_SOURCE_REMOVE;
 }
@@ -228,6 +231,7 @@ static int start(struct daemon *d)
 	holds_init(d);
 	peer_poll_init(d);
 	adapters_init(d);
+	peer_adapt_init(d);
 	d->loop = g_main_loop_new(NULL, FALSE);
 
 	rc = daemon_reconciler(d);
@@ -236,6 +240,7 @@ static int start(struct daemon *d)
 	if (!networks_follow(d)) {
 		reconcile_all(&rc);
 		adapters_sync(d, &rc);
+		peer_adapt_sync(d);
 	}
 	kernel_events_watch(d);
 	peer_poll_maybe(d);
@@ -248,6 +253,7 @@ static int start(struct daemon *d)
 static void stop(struct daemon *d)
 {
 	adapters_stop_all(d);
+	peer_adapt_stop_all(d);
 	rate_channel_stop(d);
 	flush_now(d);
 	if (d->cfg->clear_on_exit)
@@ -261,6 +267,7 @@ static void free_all(struct daemon *d)
 	if (d->loop)
 		g_main_loop_unref(d->loop);
 	adapters_exit(d);
+	peer_adapt_exit(d);
 	peer_poll_exit(d);
 	holds_exit(d);
 	if (d->pending)

@@ -51,6 +51,8 @@ struct daemon {
 	/* adapters.c */
 	GHashTable *adapters;  /* ifname -> struct adapter: adapt = yes (daemon/adapter.h) */
 	GHashTable *adapt_why; /* ifname -> why it does not adapt, as last said */
+	/* peer-adapt.c */
+	struct peer_adapters *padapt; /* [peer] adapt = yes: the server adapts those peers */
 	/* metrics-file.c */
 	guint metrics_timer; /* metrics-file: written every metrics-every seconds */
 	char *metrics_path;  /* the file it writes, removed when it stops */
@@ -103,6 +105,13 @@ void adapters_sync(struct daemon *d, const struct reconciler *rc);
 void adapters_forget(struct daemon *d, const char *ifname);
 void adapters_stop_all(struct daemon *d);
 void adapters_exit(struct daemon *d);
+
+/* peer-adapt.c: [peer] adapt = yes, the server following a peer's line alone */
+void peer_adapt_init(struct daemon *d);
+void peer_adapt_reconciler(struct daemon *d, struct reconciler *rc);
+void peer_adapt_sync(struct daemon *d);
+void peer_adapt_stop_all(struct daemon *d);
+void peer_adapt_exit(struct daemon *d);
 
 /* metrics-file.c: metrics-file, written every metrics-every seconds */
 void metrics_file_start(struct daemon *d);

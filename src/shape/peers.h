@@ -54,6 +54,8 @@ enum peer_activity {
 
 /* the source of a peer's rate its client asked for (src/channel/): it is active */
 #define PEER_SOURCE_LEASE "client lease"
+/* the source of a peer's rate the server's own adaptation set ([peer] adapt = yes) */
+#define PEER_SOURCE_ADAPT "server adapt"
 /*
  * WireGuard drops a session's keys 180 s after its handshake (REJECT_AFTER_TIME):
  * a peer without a handshake that recent has moved nothing since.

@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The server follows a peer's line alone ([peer NAME] adapt = yes): for a
+ * client that runs nothing but WireGuard (a phone), the daemon times ICMP
+ * echoes to the peer's address inside the tunnel while its class carries
+ * traffic, and runs the client's control law (adapt/controller.h) on their
+ * round trips and the class's own byte counter. A new rate is one change of
+ * the peer's class in place (shape_peer_rate), and the reconciler keeps it
+ * (peer_adapt_reconciler), so enforcing the configuration does not undo it.
+ *
+ * One socket per address family, one timer and one table serve every
+ * adapting peer; an answer finds its peer by its sequence number. While a
+ * peer's class is idle nothing is sent. When the peer's own wgshape holds a
+ * lease on its rate (the rate channel), that one adapts it: the server
+ * stands aside (said once) until the lease ends.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <glib.h>
+#include <glib-unix.h>
+
+#include "adapt/controller.h"
+#include "adapt/ping.h"
+#include "daemon/internal.h"
+#include "shape/peers.h"
+#include "shape/shape.h"
+#include "shape/state.h"
+#include "shape/units.h"
+#include "util/log.h"
+
+#define LOADED_TICK_MS 50 /* while a peer's class carries traffic: a probe each */
+#define IDLE_TICK_MS 200 /* otherwise: its counter looked at, nothing sent */
+#define IDLE_AFTER_US 1000000 /* no traffic this long: idle */
+#define SENT_KEPT 1024 /* probes remembered, by seq % SENT_KEPT */
+
+/* One adapting peer on one interface. */
+struct padapt {
+	unsigned int id;
+	char ifname[IFNAME_SIZE];
+	uint8_t key[WG_KEY_LEN];
+	char name[64];
+	int family;
+	uint8_t addr[16];
+	char addr_text[INET6_ADDRSTRLEN];
+	uint64_t min, base, max; /* as its [peer] section says */
+	struct adapt_ctl ctl;
+	uint64_t bytes; /* its class's, as last read */
+	uint64_t sample_bytes; /* ... at the last sample */
+	bool have_bytes, have_sample;
+	gint64 loaded_at_us; /* the last look that found traffic */
+	bool aside; /* its client's lease decides (said once) */
+	bool lost_said;
+	uint64_t rate; /* what it set; 0: none (the configured rate) */
+};
+
+struct sent {
+	unsigned int id; /* 0: free */
+	uint16_t seq;
+	gint64 at_us;
+};
+
+struct peer_adapters {
+	GHashTable *peers; /* "ifname key" -> struct padapt */
+	GHashTable *by_id; /* id -> struct padapt */
+	struct adapt_ping *ping[2]; /* AF_INET, AF_INET6; opened when first needed */
+	guint ping_src[2];
+	bool ping_failed[2];
+	guint timer;
+	unsigned int tick_ms;
+	unsigned int next_id;
+	uint16_t seq;
+	struct sent sent[SENT_KEPT];
+};
+
+static char *peer_id(const char *ifname, const uint8_t *key)
+{
+	char b64[45];
+
+	wg_key_to_base64(key, b64);
+	return g_strdup_printf("%s %s", ifname, b64);
+}
+
+static int fam_slot(int family)
+{
+	return family == AF_INET ? 0 : 1;
+}
+
+static void on_answer(struct daemon *d, struct padapt *p, gint64 sent_us, gint64 now_us);
+
+static gboolean on_ping_fd(gint fd, GIOCondition cond, gpointer data)
+{
+	struct daemon *d = data;
+	struct peer_adapters *pa = d->padapt;
+	gint64 now = g_get_monotonic_time();
+	uint8_t from[16];
+	uint16_t seq;
+	int r;
+
+	for (int i = 0; i < 2; i++) {
+		if (!pa->ping[i] || adapt_ping_fd(pa->ping[i]) != fd)
+			continue;
+		while ((r = adapt_ping_read(pa->ping[i], &seq, from)) > 0) {
+			struct sent *s = &pa->sent[seq % SENT_KEPT];
+			struct padapt *p;
+
+			if (r != 1 || !s->id || s->seq != seq)
+				continue;
+			p = g_hash_table_lookup(pa->by_id, GUINT_TO_POINTER(s->id));
+			s->id = 0;
+			if (p && !memcmp(from, p->addr, p->family == AF_INET ? 4 : 16))
+				on_answer(d, p, s->at_us, now);
+		}
+	}
+	return G_SOURCE_CONTINUE;
+}
+
+static struct adapt_ping *pinger(struct daemon *d, int family)
+{
+	struct peer_adapters *pa = d->padapt;
+	int i = fam_slot(family), r;
+
+	if (pa->ping[i] || pa->ping_failed[i])
+		return pa->ping[i];
+	r = adapt_ping_open(family, &pa->ping[i]);
+	if (r < 0) {
+		pa->ping_failed[i] = true;
+		log_warn("peer adapt: no ICMP%s socket (%s): peers probed over IPv%s are not "
+			 "adapted", family == AF_INET ? "" : "v6", strerror(-r),
+			 family == AF_INET ? "4" : "6");
+		return NULL;
+	}
+	pa->ping_src[i] = g_unix_fd_add(adapt_ping_fd(pa->ping[i]), G_IO_IN, on_ping_fd, d);
+	log_debug("peer adapt: ICMP%s through a %s socket", family == AF_INET ? "" : "v6",
+		  adapt_ping_raw(pa->ping[i]) ? "raw" : "ping");
+	return pa->ping[i];
+}
+
+/* The rate p's controller chose: its class changed in place. */
+static void apply(struct daemon *d, struct padapt *p, enum adapt_why why)
+{
+	char b[UNITS_BUFSZ];
+	int r;
+
+	if (p->ctl.rate == p->rate)
+		return;
+	r = shape_peer_rate(d->nl, d->opts->statedir, p->ifname, p->key, p->ctl.rate,
+			    PEER_SOURCE_ADAPT);
+	format_rate(b, sizeof(b), p->ctl.rate);
+	if (r == 1) {
+		/* not one class change (the tree is being remade): the reconciler asks us */
+		p->rate = p->ctl.rate;
+		daemon_schedule(d, p->ifname, 0);
+	} else if (r < 0) {
+		log_err("%s: peer %s: adapt: download %s: %s", p->ifname, p->name, b, strerror(-r));
+		return;
+	}
+	p->rate = p->ctl.rate;
+	log_info("%s: peer %s: adapt: download %s (%s, %.1f ms over the least round trip)",
+		 p->ifname, p->name, b, adapt_why_name(why), (double)adapt_added_us(&p->ctl) / 1000);
+}
+
+static void on_answer(struct daemon *d, struct padapt *p, gint64 sent_us, gint64 now_us)
+{
+	struct adapt_sample s = {
+		.now_us = (uint64_t)now_us,
+		/* a round trip holds the download's queue whole (the phone's upload is not ours) */
+		.delay_us = now_us - sent_us,
+		.rtt_us = (uint32_t)CLAMP(now_us - sent_us, 0, 10000000),
+	};
+	enum adapt_why why;
+
+	if (p->aside || !p->have_bytes)
+		return;
+	if (p->lost_said) {
+		log_info("%s: peer %s: adapt: %s answers again", p->ifname, p->name, p->addr_text);
+		p->lost_said = false;
+	}
+	s.sent = p->have_sample && p->bytes >= p->sample_bytes ? p->bytes - p->sample_bytes : 0;
+	p->sample_bytes = p->bytes;
+	if (!p->have_sample) {
+		p->have_sample = true;
+		return; /* the first: nothing to compare with */
+	}
+	why = adapt_sample(&p->ctl, &s);
+	if (why != ADAPT_NONE)
+		apply(d, p, why);
+}
+
+/* Is p's rate its client's to decide (a lease through the rate channel)? */
+static bool leased(struct daemon *d, struct padapt *p)
+{
+	struct peer_want *w = NULL;
+
+	state_borrow(d->opts->statedir, p->ifname, p->key, &w);
+	return w && !strcmp(w->source, PEER_SOURCE_LEASE);
+}
+
+/* Each interface's classes, one dump, into its adapting peers' counters. */
+static void read_counters(struct daemon *d, gint64 now)
+{
+	struct peer_adapters *pa = d->padapt;
+	g_autoptr(GHashTable) done = g_hash_table_new(g_str_hash, g_str_equal);
+	GHashTableIter it;
+	gpointer val;
+
+	g_hash_table_iter_init(&it, pa->peers);
+	while (g_hash_table_iter_next(&it, NULL, &val)) {
+		struct padapt *p = val;
+		const struct shape_state *st;
+		struct tc_class_info *cls = NULL;
+		size_t n = 0;
+		GHashTableIter j;
+		gpointer v2;
+
+		if (g_hash_table_contains(done, p->ifname))
+			continue;
+		g_hash_table_add(done, p->ifname);
+		st = state_peek(d->opts->statedir, p->ifname);
+		if (!st || !st->tree || netlink_class_list(d->nl, st->ifindex, &cls, &n) < 0)
+			continue;
+		g_hash_table_iter_init(&j, pa->peers);
+		while (g_hash_table_iter_next(&j, NULL, &v2)) {
+			struct padapt *q = v2;
+			struct peer_want *w = NULL;
+			uint64_t was = q->bytes;
+			bool had = q->have_bytes;
+
+			if (strcmp(q->ifname, p->ifname) != 0)
+				continue;
+			state_borrow(d->opts->statedir, q->ifname, q->key, &w);
+			q->have_bytes = false;
+			for (size_t k = 0; w && k < n; k++)
+				if (cls[k].classid == TREE_HANDLE(w->minor) && !strcmp(cls[k].kind, "htb")) {
+					q->bytes = cls[k].bytes;
+					q->have_bytes = true;
+				}
+			/* traffic: a tenth of its rate since the last look */
+			if (had && q->have_bytes && q->bytes >= was &&
+			    (double)(q->bytes - was) * 1000 / pa->tick_ms >=
+				    q->ctl.p.idle_frac * (double)q->ctl.rate)
+				q->loaded_at_us = now;
+		}
+		free(cls);
+	}
+}
+
+static void set_tick(struct daemon *d, unsigned int ms);
+
+static gboolean on_tick(gpointer data)
+{
+	struct daemon *d = data;
+	struct peer_adapters *pa = d->padapt;
+	gint64 now = g_get_monotonic_time();
+	bool any_loaded = false;
+	GHashTableIter it;
+	gpointer val;
+
+	read_counters(d, now);
+	g_hash_table_iter_init(&it, pa->peers);
+	while (g_hash_table_iter_next(&it, NULL, &val)) {
+		struct padapt *p = val;
+		bool loaded = p->loaded_at_us && now - p->loaded_at_us < IDLE_AFTER_US;
+		struct adapt_ping *ping;
+		enum adapt_why why;
+
+		if (leased(d, p) != p->aside) {
+			p->aside = !p->aside;
+			log_info("%s: peer %s: %s", p->ifname, p->name,
+				 p->aside ? "its own wgshape adapts its download (a client lease): "
+					    "the server's adaptation stands aside" :
+					    "no client lease any more: the server adapts its download");
+			struct adapt_params prm = p->ctl.p;
+
+			adapt_init(&p->ctl, &prm);
+			p->rate = 0;
+			p->have_sample = false;
+		}
+		if (p->aside)
+			continue;
+		if (!loaded) {
+			why = adapt_quiet(&p->ctl, (uint64_t)now);
+			if (why != ADAPT_NONE)
+				apply(d, p, why);
+			continue;
+		}
+		any_loaded = true;
+		why = adapt_tick(&p->ctl, (uint64_t)now);
+		if (why == ADAPT_LOST && !p->lost_said) {
+			log_warn("%s: peer %s: adapt: %s does not answer ICMP echo: its configured "
+				 "download until it does", p->ifname, p->name, p->addr_text);
+			p->lost_said = true;
+		}
+		if (why != ADAPT_NONE)
+			apply(d, p, why);
+		ping = pinger(d, p->family);
+		if (ping) {
+			struct sent *s = &pa->sent[pa->seq % SENT_KEPT];
+
+			*s = (struct sent){ .id = p->id, .seq = pa->seq, .at_us = g_get_monotonic_time() };
+			if (adapt_ping_send(ping, p->addr, pa->seq) < 0)
+				s->id = 0;
+			pa->seq++;
+		}
+	}
+	set_tick(d, any_loaded ? LOADED_TICK_MS : IDLE_TICK_MS);
+	return G_SOURCE_CONTINUE;
+}
+
+static void set_tick(struct daemon *d, unsigned int ms)
+{
+	struct peer_adapters *pa = d->padapt;
+
+	if (pa->timer && pa->tick_ms == ms)
+		return;
+	if (pa->timer)
+		g_source_remove(pa->timer);
+	pa->tick_ms = ms;
+	pa->timer = g_timeout_add(ms, on_tick, d);
+}
+
+/* The address to probe: probe = ADDR, else the peer's /32 or /128. false when none. */
+static bool probe_addr(const struct conf_peer *cp, const struct wg_peer *wp, int *family,
+		       uint8_t addr[16])
+{
+	if (cp->probe) {
+		*family = strchr(cp->probe, ':') ? AF_INET6 : AF_INET;
+		return inet_pton(*family, cp->probe, addr) == 1;
+	}
+	for (size_t i = 0; wp && i < wp->n_allowed; i++) {
+		const struct tc_prefix *a = &wp->allowed[i];
+
+		if (a->prefixlen == (a->family == AF_INET ? 32u : 128u)) {
+			*family = a->family;
+			memcpy(addr, a->addr, 16);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ifname's adapting peers as the configuration says now, into want (id -> padapt). */
+static void wanted_on(struct daemon *d, const char *ifname, const struct shape_state *st,
+		      GHashTable *want)
+{
+	struct wg_peer *peers = NULL;
+	size_t n = 0;
+	bool read = false;
+
+	for (guint i = 0; st->peers && i < st->peers->len; i++) {
+		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
+		const struct conf_peer *cp = config_peer(d->cfg, ifname, w->key);
+		const struct wg_peer *wp = NULL;
+		struct adapt_params prm;
+		struct padapt *p;
+
+		if (!cp || !cp->adapt)
+			continue;
+		if (!cp->probe && !read) {
+			read = true;
+			if (netlink_wg_peers(d->nl, ifname, &peers, &n) < 0)
+				n = 0;
+		}
+		for (size_t k = 0; k < n && !wp; k++)
+			if (!memcmp(peers[k].key, w->key, WG_KEY_LEN))
+				wp = &peers[k];
+		p = g_new0(struct padapt, 1);
+		g_strlcpy(p->ifname, ifname, sizeof(p->ifname));
+		memcpy(p->key, w->key, WG_KEY_LEN);
+		g_strlcpy(p->name, cp->name, sizeof(p->name));
+		p->min = cp->adapt_min;
+		p->base = cp->download;
+		p->max = cp->adapt_max;
+		if (!probe_addr(cp, wp, &p->family, p->addr)) {
+			log_warn("%s: peer %s: adapt = yes, but it has no /32 or /128 in AllowedIPs "
+				 "to probe (probe = ADDR says which): not adapted", ifname, cp->name);
+			g_free(p);
+			continue;
+		}
+		inet_ntop(p->family, p->addr, p->addr_text, sizeof(p->addr_text));
+		adapt_params_default(&prm, p->min, p->base, p->max);
+		adapt_init(&p->ctl, &prm);
+		g_hash_table_replace(want, peer_id(ifname, w->key), p);
+	}
+	wg_peers_free(peers, n);
+}
+
+/* Is the running p what q (wanted now) says? */
+static bool same(const struct padapt *p, const struct padapt *q)
+{
+	return p->min == q->min && p->base == q->base && p->max == q->max &&
+	       p->family == q->family && !memcmp(p->addr, q->addr, sizeof(p->addr)) &&
+	       !strcmp(p->name, q->name);
+}
+
+static bool config_adapts(const struct config *cfg)
+{
+	for (guint i = 0; i < cfg->peers->len; i++)
+		if (((const struct conf_peer *)cfg->peers->pdata[i])->adapt)
+			return true;
+	return false;
+}
+
+void peer_adapt_sync(struct daemon *d)
+{
+	struct peer_adapters *pa = d->padapt;
+	g_autoptr(GHashTable) want = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	GHashTableIter it;
+	gpointer key, val;
+
+	if (config_adapts(d->cfg)) {
+		g_hash_table_iter_init(&it, d->names);
+		while (g_hash_table_iter_next(&it, NULL, &val)) {
+			const struct shape_state *st = state_peek(d->opts->statedir, val);
+
+			if (st && st->tree && (!d->only || !strcmp(d->only, val)))
+				wanted_on(d, val, st, want);
+		}
+	}
+	/* gone, or changed: its class back to what the reconciler says without it */
+	g_hash_table_iter_init(&it, pa->peers);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		struct padapt *q = g_hash_table_lookup(want, key), *p = val;
+
+		if (q && same(p, q)) {
+			g_hash_table_remove(want, key);
+			continue;
+		}
+		log_info("%s: peer %s: the server no longer adapts it", p->ifname, p->name);
+		if (p->rate)
+			daemon_schedule(d, p->ifname, 0);
+		g_hash_table_remove(pa->by_id, GUINT_TO_POINTER(p->id));
+		g_hash_table_iter_remove(&it);
+	}
+	g_hash_table_iter_init(&it, want);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		struct padapt *p = val;
+		char b[UNITS_BUFSZ], lo[UNITS_BUFSZ], hi[UNITS_BUFSZ];
+
+		p->id = ++pa->next_id;
+		g_hash_table_iter_steal(&it);
+		g_hash_table_replace(pa->peers, key, p);
+		g_hash_table_replace(pa->by_id, GUINT_TO_POINTER(p->id), p);
+		format_rate(b, sizeof(b), p->base);
+		format_rate(lo, sizeof(lo), p->min);
+		format_rate(hi, sizeof(hi), p->max);
+		log_info("%s: peer %s: the server adapts its download (%s, %s .. %s), probing %s "
+			 "while it is loaded", p->ifname, p->name, b, lo, hi, p->addr_text);
+	}
+	if (g_hash_table_size(pa->peers))
+		set_tick(d, pa->tick_ms ? pa->tick_ms : IDLE_TICK_MS);
+	else if (pa->timer) {
+		g_source_remove(pa->timer);
+		pa->timer = 0;
+		pa->tick_ms = 0;
+	}
+}
+
+/* The reconciler asks: the rate the server's adaptation set for key on ifname now (0: none). */
+static uint64_t adapted(void *ud, const char *ifname, const uint8_t *key)
+{
+	struct daemon *d = ud;
+	g_autofree char *id = peer_id(ifname, key);
+	const struct padapt *p = g_hash_table_lookup(d->padapt->peers, id);
+
+	return p && !p->aside ? p->rate : 0;
+}
+
+void peer_adapt_reconciler(struct daemon *d, struct reconciler *rc)
+{
+	rc->peer_adapted = adapted;
+	rc->peer_ud = d;
+}
+
+/* The daemon stops: each adapted peer's class back to its configured rate. */
+void peer_adapt_stop_all(struct daemon *d)
+{
+	struct peer_adapters *pa = d->padapt;
+	g_autoptr(GHashTable) ifaces = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	struct reconciler rc;
+	GHashTableIter it;
+	gpointer key, val;
+
+	g_hash_table_iter_init(&it, pa->peers);
+	while (g_hash_table_iter_next(&it, NULL, &val)) {
+		struct padapt *p = val;
+
+		if (p->rate)
+			g_hash_table_add(ifaces, g_strdup(p->ifname));
+	}
+	g_hash_table_remove_all(pa->by_id);
+	g_hash_table_remove_all(pa->peers);
+	if (pa->timer)
+		g_source_remove(pa->timer);
+	pa->timer = 0;
+	rc = daemon_reconciler(d);
+	g_hash_table_iter_init(&it, ifaces);
+	while (g_hash_table_iter_next(&it, &key, NULL))
+		reconcile_iface(&rc, key);
+}
+
+void peer_adapt_init(struct daemon *d)
+{
+	struct peer_adapters *pa = g_new0(struct peer_adapters, 1);
+
+	pa->peers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	pa->by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
+	pa->seq = (uint16_t)g_random_int();
+	d->padapt = pa;
+}
+
+void peer_adapt_exit(struct daemon *d)
+{
+	struct peer_adapters *pa = d->padapt;
+
+	if (!pa)
+		return;
+	if (pa->timer)
+		g_source_remove(pa->timer);
+	for (int i = 0; i < 2; i++) {
+		if (pa->ping_src[i])
+			g_source_remove(pa->ping_src[i]);
+		adapt_ping_free(pa->ping[i]);
+	}
+	g_hash_table_unref(pa->by_id);
+	g_hash_table_unref(pa->peers);
+	g_free(pa);
+	d->padapt = NULL;
+}
