@@ -157,7 +157,8 @@ static void apply(struct daemon *d, struct padapt *p, enum adapt_why why)
 		return;
 	}
 	p->rate = p->ctl.rate;
-	log_info("%s: peer %s: adapt: download %s (%s, %.1f ms over the least round trip)",
+	/* debug, as a client's adapter's: several a second under load, per peer */
+	log_debug("%s: peer %s: adapt: download %s (%s, %.1f ms over the least round trip)",
 		 p->ifname, p->name, b, adapt_why_name(why), (double)adapt_added_us(&p->ctl) / 1000);
 }
 
@@ -211,6 +212,7 @@ static void read_counters(struct daemon *d, gint64 now)
 		const struct shape_state *st;
 		struct tc_class_info *cls = NULL;
 		size_t n = 0;
+		GHashTable *by_id; /* classid -> its tc_class_info */
 		GHashTableIter j;
 		gpointer v2;
 
@@ -220,28 +222,32 @@ static void read_counters(struct daemon *d, gint64 now)
 		st = state_peek(d->opts->statedir, p->ifname);
 		if (!st || !st->tree || netlink_class_list(d->nl, st->ifindex, &cls, &n) < 0)
 			continue;
+		by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
+		for (size_t k = 0; k < n; k++)
+			if (!strcmp(cls[k].kind, "htb"))
+				g_hash_table_insert(by_id, GUINT_TO_POINTER(cls[k].classid), &cls[k]);
 		g_hash_table_iter_init(&j, pa->peers);
 		while (g_hash_table_iter_next(&j, NULL, &v2)) {
 			struct padapt *q = v2;
 			struct peer_want *w = NULL;
+			const struct tc_class_info *c;
 			uint64_t was = q->bytes;
 			bool had = q->have_bytes;
 
 			if (strcmp(q->ifname, p->ifname) != 0)
 				continue;
 			state_borrow(d->opts->statedir, q->ifname, q->key, &w);
-			q->have_bytes = false;
-			for (size_t k = 0; w && k < n; k++)
-				if (cls[k].classid == TREE_HANDLE(w->minor) && !strcmp(cls[k].kind, "htb")) {
-					q->bytes = cls[k].bytes;
-					q->have_bytes = true;
-				}
+			c = w ? g_hash_table_lookup(by_id, GUINT_TO_POINTER(TREE_HANDLE(w->minor))) : NULL;
+			q->have_bytes = c != NULL;
+			if (c)
+				q->bytes = c->bytes;
 			/* traffic: a tenth of its rate since the last look */
 			if (had && q->have_bytes && q->bytes >= was &&
 			    (double)(q->bytes - was) * 1000 / pa->tick_ms >=
 				    q->ctl.p.idle_frac * (double)q->ctl.rate)
 				q->loaded_at_us = now;
 		}
+		g_hash_table_unref(by_id);
 		free(cls);
 	}
 }

@@ -30,21 +30,26 @@
 #   cake-autorate  cli's egress and IFB cakes (wgshape set) driven by
 #                  cake-autorate (WGSHAPE_CAKE_AUTORATE: its folder; not
 #                  shipped), srv as its only reflector, range [p90/10, p90]
+#   server-fixed   cli runs nothing (a phone): srv's class for cli at the
+#                  segment's p90 window ([peer] download =); the upload unshaped
+#   server-adapt   the same with [peer] adapt = yes: srv's daemon adapts the
+#                  download from ICMP echoes to cli (issue 26)
 #   limit          no shaper on the tunnel: the line itself is cake, told
 #                  each window's rate (trace-replay --mode cake)
 #
 # The load, each row: iperf3 -R -P 4 (download) and, when the trace has an
-# upload, iperf3 -P 2 (upload), IPv4, to srv's tunnel address, for SECS;
-# ping cli -> srv through the tunnel 10 times a second. Columns: goodput per
-# direction (iperf3's receiver, the whole run) as a share of what the line
-# could carry in that time: the schedule's mean rate times 1368/1494, a full
-# TCP segment's payload over what HTB counts for it on the veth (1420-byte
-# tunnel packets: +32 WireGuard, +28 UDP/IP, +14 Ethernet); the download's
-# ACKs that share the upload's line are not taken off. Added latency p50,
-# p95, p99 over the idle RTT (measured once, at the segment's p90 rates),
-# the first 2 s of TCP's start left out; pings lost. CPU: cli's daemon
-# (/proc/PID/stat) or cake-autorate and everything it forks (a cgroup of its
-# own), in % of one core over the run.
+# upload (and WGSHAPE_TRACES_UPLOAD is not no), iperf3 -P 2 (upload), IPv4, to
+# srv's tunnel address, for SECS; ping cli -> srv through the tunnel 10 times
+# a second. Columns: goodput per direction (iperf3's receiver, the whole run)
+# as a share of what the line could carry in that time: the schedule's mean
+# rate times 1368/1494, a full TCP segment's payload over what HTB counts for
+# it on the veth (1420-byte tunnel packets: +32 WireGuard, +28 UDP/IP, +14
+# Ethernet); the download's ACKs that share the upload's line are not taken
+# off. Added latency p50, p95, p99 over the idle RTT (measured once, at the
+# segment's p90 rates), the first 2 s of TCP's start left out; pings lost.
+# CPU: cli's daemon (/proc/PID/stat) or cake-autorate and everything it forks
+# (a cgroup of its own), in % of one core over the run; for the server-* rows,
+# srv's daemon.
 . "$(dirname "$0")/lib.sh"
 . "$LAB_DIR/load.sh"
 
@@ -57,8 +62,12 @@ RATES_DIR=$LAB_DIR/../traces
 DOWN_RATES=$RATES_DIR/$TRACE.down.rates
 UP_RATES=$RATES_DIR/$TRACE.up.rates
 [ -f "$UP_RATES" ] || UP_RATES=''
-ROWS=${WGSHAPE_TRACES_ROWS:-unshaped fixed adapt adapt-ifb cake-autorate limit}
+ROWS=${WGSHAPE_TRACES_ROWS:-unshaped fixed adapt adapt-ifb cake-autorate server-fixed server-adapt limit}
 SECS=${WGSHAPE_TRACES_SECS:-60}
+# WGSHAPE_TRACES_UPLOAD=no: the download's load alone (the line still plays
+# both ways): what shaping the download alone can do (a phone's upload, not
+# shaped by the server-* rows, fills its line's buffer otherwise)
+LOAD_UP=${WGSHAPE_TRACES_UPLOAD:-yes}
 case "$TRACE" in
 TMobile-*) OFFSET=${WGSHAPE_TRACES_OFFSET:-60} ;;
 *) OFFSET=${WGSHAPE_TRACES_OFFSET:-0} ;;
@@ -69,7 +78,7 @@ CAKE_AUTORATE=${WGSHAPE_CAKE_AUTORATE:-}
 SCONF=$LAB_TMP/srv.conf CCONF=$LAB_TMP/cli.conf
 SLOG=$LAB_TMP/srv-daemon.log CLOG=$LAB_TMP/cli-daemon.log
 ATRACE=$LAB_TMP/adapt.trace
-SPID='' CPID='' APID='' RPID=''
+SPID='' CPID='' APID='' RPID='' MPID=''
 
 tr_cleanup() {
 	local p
@@ -301,6 +310,22 @@ run_row() {
 		done
 		info "cli's egress: $(root_field cli wg0 .kind 2>/dev/null) $(root_field cli wg0 .options.bandwidth 2>/dev/null) B/s; its IFB: $(root_field cli ifb4wg0 .options.bandwidth 2>/dev/null) B/s; srv's class for cli: $(htb_class_for srv wg0 "$CLI_TUN4")"
 		;;
+	server-fixed | server-adapt)
+		# a phone: nothing on cli; srv's daemon shapes (and adapts) its download
+		{
+			printf '[peer phone]\npublic-key = %s\ndownload = %skbit\n' "$(cat "$LAB_TMP/cli.pub")" "$DN_P90"
+			[ "$row" = server-fixed ] || printf 'adapt = yes\n'
+		} >"$LAB_TMP/srv-peer.conf"
+		chmod 0600 "$LAB_TMP/srv-peer.conf"
+		start_daemon srv "$LAB_TMP/srv-peer.conf" "$SLOG"
+		SPID=$DAEMON_PID
+		MPID=$SPID
+		for i in $(seq 1 50); do
+			[ "$(htb_class_for srv wg0 "$CLI_TUN4")" != "(none)" ] && break
+			sleep 0.1
+		done
+		info "srv's class for cli: $(htb_class_for srv wg0 "$CLI_TUN4")"
+		;;
 	cake-autorate)
 		if ! ca_setup; then
 			echo "not run (set WGSHAPE_CAKE_AUTORATE)" >"$LAB_TMP/$row.row"
@@ -328,7 +353,8 @@ run_row() {
 	esac
 
 	rx0=$(inns cli cat /sys/class/net/wg0/statistics/rx_bytes)
-	[ -z "$CPID" ] || cpu_mark "$CPID" "$LAB_TMP/$row.cpu0"
+	[ -z "$CPID" ] || MPID=$CPID # the daemon whose CPU the row gives
+	[ -z "$MPID" ] || cpu_mark "$MPID" "$LAB_TMP/$row.cpu0"
 	[ -z "${CA_CG:-}" ] || [ "$row" != cake-autorate ] || cgroup_mark "$CA_CG" "$LAB_TMP/$row.cpu0"
 	# the load from the replay's first window (its t0, once tc runs)
 	: >"$LAB_TMP/$row.replay"
@@ -341,22 +367,26 @@ run_row() {
 	inns cli iperf3 -4 -c "$SRV_TUN4" -p 5202 -R -t "$SECS" -P 4 -J >"$LAB_TMP/$row.down" 2>&1 &
 	dn=$!
 	up=''
-	if [ -n "$UP_RATES" ]; then
+	if [ -n "$UP_RATES" ] && [ "$LOAD_UP" = yes ]; then
 		inns cli iperf3 -4 -c "$SRV_TUN4" -t "$SECS" -P 2 -J >"$LAB_TMP/$row.up" 2>&1 &
 		up=$!
 	fi
 	wait "$dn" || true
 	[ -z "$up" ] || wait "$up" || true
 	wait "$pp" || true
-	[ -z "$CPID" ] || cpu_mark "$CPID" "$LAB_TMP/$row.cpu1"
+	[ -z "$MPID" ] || cpu_mark "$MPID" "$LAB_TMP/$row.cpu1"
 	if [ "$row" = cake-autorate ] && [ -n "${CA_CG:-}" ]; then cgroup_mark "$CA_CG" "$LAB_TMP/$row.cpu1"; fi
 	wait "$RPID" || info "trace-replay exited with an error: $(tail -3 "$LAB_TMP/replay.err")"
 	RPID=''
 	rx1=$(inns cli cat /sys/class/net/wg0/statistics/rx_bytes)
 	info "replay: $(tail -1 "$LAB_TMP/$row.replay")"
 
+	[ -z "$MPID" ] || cpu=$(cpu_per_hour "$LAB_TMP/$row.cpu0" "$LAB_TMP/$row.cpu1")
+	MPID=''
+	if [ "$row" = server-adapt ]; then
+		info "srv's daemon: $(grep -c 'peer phone: adapt: download' "$SLOG" || true) rate changes; cli's class now $(htb_class_field srv wg0 "$(htb_class_for srv wg0 "$CLI_TUN4")" ceil)"
+	fi
 	if [ -n "$CPID" ]; then
-		cpu=$(cpu_per_hour "$LAB_TMP/$row.cpu0" "$LAB_TMP/$row.cpu1")
 		stop_daemon "$CPID"
 		CPID=''
 		local keep
@@ -394,7 +424,7 @@ run_row() {
 		inns srv tc qdisc del dev wg0 root 2>/dev/null || true
 	fi
 	case "$row" in
-	unshaped | limit) ;;
+	unshaped | limit | server-*) ;;
 	*) wgshape cli clear wg0 ;;
 	esac
 	figures "$row" "$t0" "$rx0" "$rx1" "$cpu"
@@ -407,7 +437,7 @@ figures() {
 		die "iperf3 (download) in row $row failed: $(tail -3 "$LAB_TMP/$row.down")"
 	dn=$(jq -r '.end.sum_received.bits_per_second | floor' "$LAB_TMP/$row.down")
 	up=0
-	if [ -n "$UP_RATES" ]; then
+	if [ -n "$UP_RATES" ] && [ "$LOAD_UP" = yes ]; then
 		jq -e '.end.sum_received' "$LAB_TMP/$row.up" >/dev/null 2>&1 ||
 			die "iperf3 (upload) in row $row failed: $(tail -3 "$LAB_TMP/$row.up")"
 		up=$(jq -r '.end.sum_received.bits_per_second | floor' "$LAB_TMP/$row.up")
@@ -453,7 +483,7 @@ for r in $ROWS; do
 	NAME=$r
 	[ ! -e "$LAB_TMP/$r.invalid" ] || NAME="$r (INVALID: $(cat "$LAB_TMP/$r.invalid"))"
 	printf '   | %-13s | %6s | %6s | %7s | %7s | %7s | %5s | %9s |\n' "$NAME" "$(pct "$DN" "$DN_CAN")" \
-		"$([ -n "$UP_RATES" ] && pct "$UP" "$UP_CAN" || echo -)" "$P50" "$P95" "$P99" "$LOST" "$CPUP"
+		"$([ -n "$UP_RATES" ] && [ "$LOAD_UP" = yes ] && pct "$UP" "$UP_CAN" || echo -)" "$P50" "$P95" "$P99" "$LOST" "$CPUP"
 done
 for r in $ROWS; do
 	[ -s "$LAB_TMP/$r.row" ] && pass "row $r ran" || fail "row $r gave no figures"
