@@ -53,6 +53,10 @@ struct padapt {
 	bool aside; /* its client's lease decides (said once) */
 	bool lost_said;
 	uint64_t rate; /* what it set; 0: none (the configured rate) */
+	/* from the kept state, looked at once a second (a stat each): its class, a lease */
+	uint16_t minor;
+	bool leased;
+	gint64 looked_us;
 };
 
 struct sent {
@@ -189,13 +193,22 @@ static void on_answer(struct daemon *d, struct padapt *p, gint64 sent_us, gint64
 		apply(d, p, why);
 }
 
-/* Is p's rate its client's to decide (a lease through the rate channel)? */
-static bool leased(struct daemon *d, struct padapt *p)
+#define LOOK_EVERY_US 1000000
+
+/*
+ * p's class and whether its rate is its client's to decide (a lease through
+ * the rate channel), from the kept state, at most once a second.
+ */
+static void look_up(struct daemon *d, struct padapt *p, gint64 now)
 {
 	struct peer_want *w = NULL;
 
+	if (p->looked_us && now - p->looked_us < LOOK_EVERY_US)
+		return;
+	p->looked_us = now;
 	state_borrow(d->opts->statedir, p->ifname, p->key, &w);
-	return w && !strcmp(w->source, PEER_SOURCE_LEASE);
+	p->minor = w ? w->minor : 0;
+	p->leased = w && !strcmp(w->source, PEER_SOURCE_LEASE);
 }
 
 /* Each interface's classes, one dump, into its adapting peers' counters. */
@@ -229,15 +242,15 @@ static void read_counters(struct daemon *d, gint64 now)
 		g_hash_table_iter_init(&j, pa->peers);
 		while (g_hash_table_iter_next(&j, NULL, &v2)) {
 			struct padapt *q = v2;
-			struct peer_want *w = NULL;
 			const struct tc_class_info *c;
 			uint64_t was = q->bytes;
 			bool had = q->have_bytes;
 
 			if (strcmp(q->ifname, p->ifname) != 0)
 				continue;
-			state_borrow(d->opts->statedir, q->ifname, q->key, &w);
-			c = w ? g_hash_table_lookup(by_id, GUINT_TO_POINTER(TREE_HANDLE(w->minor))) : NULL;
+			look_up(d, q, now);
+			c = q->minor ? g_hash_table_lookup(by_id, GUINT_TO_POINTER(TREE_HANDLE(q->minor)))
+				     : NULL;
 			q->have_bytes = c != NULL;
 			if (c)
 				q->bytes = c->bytes;
@@ -271,7 +284,8 @@ static gboolean on_tick(gpointer data)
 		struct adapt_ping *ping;
 		enum adapt_why why;
 
-		if (leased(d, p) != p->aside) {
+		look_up(d, p, now);
+		if (p->leased != p->aside) {
 			p->aside = !p->aside;
 			log_info("%s: peer %s: %s", p->ifname, p->name,
 				 p->aside ? "its own wgshape adapts its download (a client lease): "

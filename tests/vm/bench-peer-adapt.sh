@@ -131,7 +131,7 @@ for m in $MS; do
 	read -r FIX FIX_E FIX_CORES <<<"$(run "$m" no)"
 	info "fixed: daemon $FIX% of a core, $FIX_E ICMP echoes; cores $FIX_CORES ($(cat "$LAB_TMP/send.err"))"
 	read -r ADA ADA_E ADA_CORES <<<"$(run "$m" yes)"
-	info "adapt: daemon $ADA% of a core, $ADA_E ICMP echoes (at most $((m * SECS * 20))); cores $ADA_CORES ($(cat "$LAB_TMP/send.err"))"
+	info "adapt: daemon $ADA% of a core, $ADA_E ICMP echoes (about $((m * SECS * 20))); cores $ADA_CORES ($(cat "$LAB_TMP/send.err"))"
 	expect_ge "ICMP echoes with $m adapting peers (a tenth of one a peer every 50 ms, at least)" \
 		$((m * SECS * 2)) "$ADA_E"
 	grep -E '<[0-4]>' "$DLOG" | tail -3 | sed 's/^/   daemon: /' || true
