@@ -30,22 +30,10 @@ stop_on_exit
 [ "$C" -le 250 ] || die "C must be at most 250 (one /24 of client addresses)"
 
 lab_topology ipv4
-SRV_KEY=$(cat "$LAB_TMP/srv.pub")
 
 step "$C clients in cli, a WireGuard interface each, running nothing"
-for i in $(seq 0 $((C - 1))); do
-	(umask 077 && wg genkey >"$LAB_TMP/c$i.key")
-	printf 'wgc%d 10.65.0.%d %s\n' "$i" "$((i + 1))" "$(wg pubkey <"$LAB_TMP/c$i.key")"
-done >"$LAB_TMP/clients.txt"
+lab_clients "$C"
 while read -r dev addr key; do
-	i=${dev#wgc}
-	ip -n cli link add "$dev" type wireguard
-	inns cli wg set "$dev" private-key "$LAB_TMP/c$i.key" \
-		peer "$SRV_KEY" endpoint "$SRV_V4:$WG_PORT_SRV" allowed-ips "$SRV_TUN4/32"
-	ip -n cli addr add "$addr/32" dev "$dev"
-	ip -n cli link set "$dev" up
-	ip -n cli route add "$SRV_TUN4/32" dev "$dev" table $((100 + i))
-	ip -n cli rule add from "$addr" table $((100 + i))
 	inns srv wg set wg0 peer "$key" allowed-ips "$addr/32"
 done <"$LAB_TMP/clients.txt"
 ip -n srv route add 10.65.0.0/24 dev wg0

@@ -44,24 +44,9 @@ stop_on_exit
 [ "$C" -le "$N" ] && [ "$C" -le 250 ] || die "C must be at most N and 250 (one /24 of client addresses)"
 
 lab_topology ipv4
-SRV_KEY=$(cat "$LAB_TMP/srv.pub")
 
 step "$C clients in cli, a WireGuard interface each; $N peers on srv's wg0"
-# clients.txt: "DEV ADDR KEY" a client
-for i in $(seq 0 $((C - 1))); do
-	(umask 077 && wg genkey >"$LAB_TMP/c$i.key")
-	printf 'wgc%d 10.65.0.%d %s\n' "$i" "$((i + 1))" "$(wg pubkey <"$LAB_TMP/c$i.key")"
-done >"$LAB_TMP/clients.txt"
-while read -r dev addr key; do
-	i=${dev#wgc}
-	ip -n cli link add "$dev" type wireguard
-	inns cli wg set "$dev" private-key "$LAB_TMP/c$i.key" \
-		peer "$SRV_KEY" endpoint "$SRV_V4:$WG_PORT_SRV" allowed-ips "$SRV_TUN4/32"
-	ip -n cli addr add "$addr/32" dev "$dev"
-	ip -n cli link set "$dev" up
-	ip -n cli route add "$SRV_TUN4/32" dev "$dev" table $((100 + i))
-	ip -n cli rule add from "$addr" table $((100 + i))
-done <"$LAB_TMP/clients.txt"
+lab_clients "$C"
 # srv: the clients, then random peers up to N (a /32 each), 1500 a command
 "$PY" - "$((N - C))" >"$LAB_TMP/others.txt" <<'PY'
 import base64, os, sys

@@ -220,6 +220,47 @@ lab_bottleneck() {
 	info "bottleneck: $down down, $up up, $delay each way, $limit packets of buffer (netem on the veth)"
 }
 
+# lab_step_line: the stepped line of the adaptation scenarios (iperf3's
+# server must run in srv): FAST_K, a sixth of what WireGuard moves here
+# unshaped, 6 to 12 Mbit/s (skips below); SLOW_K, 4/15 of it; LIMIT, 1.2 s
+# of buffer at FAST in packets; BASE_K, 95% of FAST (kbit/s).
+lab_step_line() {
+	local cap
+	cap=$(lab_capacity 2 $((6 * 12000000)))
+	FAST_K=$((cap / 6000 / 100 * 100))
+	[ "$FAST_K" -le 12000 ] || FAST_K=12000
+	[ "$FAST_K" -ge 6000 ] ||
+		skip "the machine is too busy: WireGuard moves only $(mbit "$cap") unshaped, this needs 36 Mbit/s"
+	SLOW_K=$((FAST_K * 4 / 15 / 10 * 10))
+	LIMIT=$((FAST_K / 10))
+	BASE_K=$((FAST_K * 95 / 100))
+}
+
+# lab_clients C: C clients in cli, each a WireGuard interface of its own
+# (wgc0...) with its own key and /32 (10.65.0.1...), srv its one peer, and
+# a rule that sends what it sends from its address through it; their list,
+# "DEV ADDR KEY" a line, in $LAB_TMP/clients.txt. srv's wg0 does not have
+# them yet.
+lab_clients() {
+	local i dev addr key srv_key
+	[ "$1" -le 250 ] || die "lab_clients: at most 250 (one /24 of client addresses)"
+	srv_key=$(cat "$LAB_TMP/srv.pub")
+	for i in $(seq 0 $(($1 - 1))); do
+		(umask 077 && wg genkey >"$LAB_TMP/c$i.key")
+		printf 'wgc%d 10.65.0.%d %s\n' "$i" "$((i + 1))" "$(wg pubkey <"$LAB_TMP/c$i.key")"
+	done >"$LAB_TMP/clients.txt"
+	while read -r dev addr key; do
+		i=${dev#wgc}
+		ip -n cli link add "$dev" type wireguard
+		inns cli wg set "$dev" private-key "$LAB_TMP/c$i.key" \
+			peer "$srv_key" endpoint "$SRV_V4:$WG_PORT_SRV" allowed-ips "$SRV_TUN4/32"
+		ip -n cli addr add "$addr/32" dev "$dev"
+		ip -n cli link set "$dev" up
+		ip -n cli route add "$SRV_TUN4/32" dev "$dev" table $((100 + i))
+		ip -n cli rule add from "$addr" table $((100 + i))
+	done <"$LAB_TMP/clients.txt"
+}
+
 # lab_keep_path NAME: where a scenario writes a file the user keeps (a chart):
 # in the VM, the output share that tests/vm/lab copies into
 # WGSHAPE_LAB_KEEP after the run; on the host, WGSHAPE_LAB_KEEP itself.

@@ -40,14 +40,7 @@ trap sa_cleanup EXIT
 
 lab_topology ipv4
 iperf_server srv "$SRV_TUN4"
-CAP=$(lab_capacity 2 $((6 * 12000000)))
-FAST_K=$((CAP / 6000 / 100 * 100))
-[ "$FAST_K" -le 12000 ] || FAST_K=12000
-[ "$FAST_K" -ge 6000 ] ||
-	skip "the machine is too busy: WireGuard moves only $(mbit "$CAP") unshaped, this needs 36 Mbit/s"
-SLOW_K=$((FAST_K * 4 / 15 / 10 * 10))
-LIMIT=$((FAST_K / 10))
-BASE_K=$((FAST_K * 95 / 100))
+lab_step_line
 info "line: ${FAST_K}kbit -> ${SLOW_K}kbit, $PHASE s each, both ways, 10 ms each way, $LIMIT packets of buffer"
 CLI_KEY=$(cat "$LAB_TMP/cli.pub")
 
