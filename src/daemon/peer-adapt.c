@@ -47,6 +47,7 @@ struct padapt {
 	uint64_t min, base, max; /* as its [peer] section says */
 	struct adapt_ctl ctl;
 	uint64_t bytes; /* its class's, as last read */
+	gint64 bytes_us; /* when */
 	uint64_t sample_bytes; /* ... at the last sample */
 	bool have_bytes, have_sample;
 	gint64 loaded_at_us; /* the last look that found traffic */
@@ -244,6 +245,7 @@ static void read_counters(struct daemon *d, gint64 now)
 			struct padapt *q = v2;
 			const struct tc_class_info *c;
 			uint64_t was = q->bytes;
+			gint64 was_us = q->bytes_us;
 			bool had = q->have_bytes;
 
 			if (strcmp(q->ifname, p->ifname) != 0)
@@ -252,11 +254,13 @@ static void read_counters(struct daemon *d, gint64 now)
 			c = q->minor ? g_hash_table_lookup(by_id, GUINT_TO_POINTER(TREE_HANDLE(q->minor)))
 				     : NULL;
 			q->have_bytes = c != NULL;
-			if (c)
+			if (c) {
 				q->bytes = c->bytes;
+				q->bytes_us = now;
+			}
 			/* traffic: a tenth of its rate since the last look */
-			if (had && q->have_bytes && q->bytes >= was &&
-			    (double)(q->bytes - was) * 1000 / pa->tick_ms >=
+			if (had && q->have_bytes && q->bytes >= was && now > was_us &&
+			    (double)(q->bytes - was) * G_USEC_PER_SEC / (double)(now - was_us) >=
 				    q->ctl.p.idle_frac * (double)q->ctl.rate)
 				q->loaded_at_us = now;
 		}
@@ -286,13 +290,13 @@ static gboolean on_tick(gpointer data)
 
 		look_up(d, p, now);
 		if (p->leased != p->aside) {
+			struct adapt_params prm = p->ctl.p;
+
 			p->aside = !p->aside;
 			log_info("%s: peer %s: %s", p->ifname, p->name,
 				 p->aside ? "its own wgshape adapts its download (a client lease): "
 					    "the server's adaptation stands aside" :
 					    "no client lease any more: the server adapts its download");
-			struct adapt_params prm = p->ctl.p;
-
 			adapt_init(&p->ctl, &prm);
 			p->rate = 0;
 			p->have_sample = false;
