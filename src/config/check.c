@@ -48,6 +48,16 @@ static void rate_bounds_check(struct config *cfg, const char *where, const char 
  * One direction's range around its base rate: the defaults filled in (a
  * tenth of the base, the base); false with a warning when it cannot hold.
  */
+/* The defaults of a range around base filled in; does base lie within it? */
+static bool range_fill(uint64_t base, uint64_t *min, uint64_t *max)
+{
+	if (!*min)
+		*min = MIN(base / 10, *max ? *max : base);
+	if (!*max)
+		*max = MAX(base, *min);
+	return *min <= base && base <= *max;
+}
+
 static bool adapt_range(struct config *cfg, const struct conf_section *c, const char *dir,
 			uint64_t base, uint64_t *min, uint64_t *max)
 {
@@ -58,11 +68,7 @@ static bool adapt_range(struct config *cfg, const struct conf_section *c, const 
 			     TEXT_QUOTE(c->name), dir, dir);
 		return !*min && !*max;
 	}
-	if (!*min)
-		*min = MIN(base / 10, *max ? *max : base);
-	if (!*max)
-		*max = MAX(base, *min);
-	if (*min <= base && base <= *max)
+	if (range_fill(base, min, max))
 		return true;
 	conf_warn(cfg, c->where, 0, "[%s %s]: %s is not within %s-min .. %s-max; adapt skipped",
 	     c->network ? "network" : "interface", TEXT_QUOTE(c->name), dir, dir, dir);
@@ -99,11 +105,7 @@ static void peer_adapt_check(struct config *cfg, struct conf_peer *p)
 		p->adapt = false;
 		return;
 	}
-	if (!p->adapt_max)
-		p->adapt_max = MAX(p->download, p->adapt_min);
-	if (!p->adapt_min)
-		p->adapt_min = MIN(p->download / 10, p->adapt_max);
-	if (p->adapt_min <= p->download && p->download <= p->adapt_max)
+	if (range_fill(p->download, &p->adapt_min, &p->adapt_max))
 		return;
 	conf_warn(cfg, p->where, 0, "[peer %s]: download is not within adapt-min .. adapt-max; "
 		  "adapt skipped", TEXT_QUOTE(p->name));
