@@ -155,7 +155,6 @@ static void apply(struct daemon *d, struct padapt *p, enum adapt_why why)
 	format_rate(b, sizeof(b), p->ctl.rate);
 	if (r == 1) {
 		/* not one class change (the tree is being remade): the reconciler asks us */
-		p->rate = p->ctl.rate;
 		daemon_schedule(d, p->ifname, 0);
 	} else if (r < 0) {
 		log_err("%s: peer %s: adapt: download %s: %s", p->ifname, p->name, b, strerror(-r));
@@ -212,60 +211,65 @@ static void look_up(struct daemon *d, struct padapt *p, gint64 now)
 	p->leased = w && !strcmp(w->source, PEER_SOURCE_LEASE);
 }
 
-/* Each interface's classes, one dump, into its adapting peers' counters. */
+/* ifname's HTB classes by classid (one dump), or NULL when it has no tree of ours. */
+static GHashTable *classes_of(struct daemon *d, const char *ifname, struct tc_class_info **cls)
+{
+	const struct shape_state *st = state_peek(d->opts->statedir, ifname);
+	GHashTable *by_id;
+	size_t n = 0;
+
+	*cls = NULL;
+	if (!st || !st->tree || netlink_class_list(d->nl, st->ifindex, cls, &n) < 0)
+		return NULL;
+	by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
+	for (size_t k = 0; k < n; k++)
+		if (!strcmp((*cls)[k].kind, "htb"))
+			g_hash_table_insert(by_id, GUINT_TO_POINTER((*cls)[k].classid), &(*cls)[k]);
+	return by_id;
+}
+
+/* Each adapting peer's counter, from one dump of its interface's classes a tick. */
 static void read_counters(struct daemon *d, gint64 now)
 {
 	struct peer_adapters *pa = d->padapt;
-	g_autoptr(GHashTable) done = g_hash_table_new(g_str_hash, g_str_equal);
+	/* ifname -> its classes by classid (an empty table: none to read) */
+	g_autoptr(GHashTable) ifaces = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+							      (GDestroyNotify)g_hash_table_unref);
+	g_autoptr(GPtrArray) dumps = g_ptr_array_new_with_free_func(free);
 	GHashTableIter it;
 	gpointer val;
 
 	g_hash_table_iter_init(&it, pa->peers);
 	while (g_hash_table_iter_next(&it, NULL, &val)) {
 		struct padapt *p = val;
-		const struct shape_state *st;
-		struct tc_class_info *cls = NULL;
-		size_t n = 0;
-		GHashTable *by_id; /* classid -> its tc_class_info */
-		GHashTableIter j;
-		gpointer v2;
+		GHashTable *by_id = g_hash_table_lookup(ifaces, p->ifname);
+		const struct tc_class_info *c = NULL;
+		uint64_t was = p->bytes;
+		gint64 was_us = p->bytes_us;
+		bool had = p->have_bytes;
 
-		if (g_hash_table_contains(done, p->ifname))
-			continue;
-		g_hash_table_add(done, p->ifname);
-		st = state_peek(d->opts->statedir, p->ifname);
-		if (!st || !st->tree || netlink_class_list(d->nl, st->ifindex, &cls, &n) < 0)
-			continue;
-		by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
-		for (size_t k = 0; k < n; k++)
-			if (!strcmp(cls[k].kind, "htb"))
-				g_hash_table_insert(by_id, GUINT_TO_POINTER(cls[k].classid), &cls[k]);
-		g_hash_table_iter_init(&j, pa->peers);
-		while (g_hash_table_iter_next(&j, NULL, &v2)) {
-			struct padapt *q = v2;
-			const struct tc_class_info *c;
-			uint64_t was = q->bytes;
-			gint64 was_us = q->bytes_us;
-			bool had = q->have_bytes;
+		if (!by_id) {
+			struct tc_class_info *cls;
 
-			if (strcmp(q->ifname, p->ifname) != 0)
-				continue;
-			look_up(d, q, now);
-			c = q->minor ? g_hash_table_lookup(by_id, GUINT_TO_POINTER(TREE_HANDLE(q->minor)))
-				     : NULL;
-			q->have_bytes = c != NULL;
-			if (c) {
-				q->bytes = c->bytes;
-				q->bytes_us = now;
-			}
-			/* traffic: a tenth of its rate since the last look */
-			if (had && q->have_bytes && q->bytes >= was && now > was_us &&
-			    (double)(q->bytes - was) * G_USEC_PER_SEC / (double)(now - was_us) >=
-				    q->ctl.p.idle_frac * (double)q->ctl.rate)
-				q->loaded_at_us = now;
+			by_id = classes_of(d, p->ifname, &cls);
+			if (!by_id)
+				by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
+			g_ptr_array_add(dumps, cls);
+			g_hash_table_insert(ifaces, p->ifname, by_id);
 		}
-		g_hash_table_unref(by_id);
-		free(cls);
+		look_up(d, p, now);
+		if (p->minor)
+			c = g_hash_table_lookup(by_id, GUINT_TO_POINTER(TREE_HANDLE(p->minor)));
+		p->have_bytes = c != NULL;
+		if (c) {
+			p->bytes = c->bytes;
+			p->bytes_us = now;
+		}
+		/* traffic: a tenth of its rate since the last look */
+		if (had && p->have_bytes && p->bytes >= was && now > was_us &&
+		    (double)(p->bytes - was) * G_USEC_PER_SEC / (double)(now - was_us) >=
+			    p->ctl.p.idle_frac * (double)p->ctl.rate)
+			p->loaded_at_us = now;
 	}
 }
 
