@@ -122,6 +122,15 @@ expect_ge() {
 	fi
 }
 
+# expect_le WHAT MAX FOUND (numbers)
+expect_le() {
+	if awk -v m="$2" -v f="$3" 'BEGIN { exit !(f != "" && f != "nan" && f + 0 <= m + 0) }'; then
+		pass "$1 = $3 (<= $2)"
+	else
+		fail "$1: expected <= $2, found '$3'"
+	fi
+}
+
 # expect_within WHAT EXPECTED FOUND PERCENT (numbers)
 expect_within() {
 	if awk -v e="$2" -v f="$3" -v p="$4" 'BEGIN { d = f - e; if (d < 0) d = -d; exit !(f != "" && d <= e * p / 100) }'; then
@@ -588,6 +597,13 @@ htb_class_field() {
 			if ($4 == "root") v["parent"] = "root" }
 		cur && $1 == "Sent" { v["bytes"] = $2; v["packets"] = $4 }
 		END { print (found && (f in v)) ? v[f] : "(none)" }'
+}
+
+# cli_class: srv's class for cli (wg0, CLI_TUN4): "classid ceil" (tc's text), empty when none
+cli_class() {
+	local cid
+	cid=$(htb_class_for srv wg0 "$CLI_TUN4")
+	[ "$cid" = "(none)" ] || echo "$cid $(htb_class_field srv wg0 "$cid" ceil)"
 }
 
 # htb_class_for NS DEV ADDR: the classid DEV's flower filters (parent 1:)

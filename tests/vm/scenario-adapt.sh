@@ -154,22 +154,6 @@ cli_conf() {
 	chmod 0600 "$CCONF"
 }
 
-# srv's class for cli: "classid ceil" (tc's text), empty when none
-cli_class() {
-	local cid
-	cid=$(htb_class_for srv wg0 "$CLI_TUN4")
-	[ "$cid" = "(none)" ] || echo "$cid $(htb_class_field srv wg0 "$cid" ceil)"
-}
-
-# expect_le WHAT MAX FOUND (numbers)
-expect_le() {
-	if awk -v m="$2" -v f="$3" 'BEGIN { exit !(f != "" && f != "nan" && f + 0 <= m + 0) }'; then
-		pass "$1 = $3 (<= $2)"
-	else
-		fail "$1: expected <= $2, found '$3'"
-	fi
-}
-
 # ---- one run ----------------------------------------------------------------
 
 # run NAME: the timeline under cli's configuration for NAME; the figures in

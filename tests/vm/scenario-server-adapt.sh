@@ -44,12 +44,6 @@ lab_step_line
 info "line: ${FAST_K}kbit -> ${SLOW_K}kbit, $PHASE s each, both ways, 10 ms each way, $LIMIT packets of buffer"
 CLI_KEY=$(cat "$LAB_TMP/cli.pub")
 
-# srv's class for cli: "classid ceil", empty when none
-cli_class() {
-	local cid
-	cid=$(htb_class_for srv wg0 "$CLI_TUN4")
-	[ "$cid" = "(none)" ] || echo "$cid $(htb_class_field srv wg0 "$cid" ceil)"
-}
 # ceil_kbit "1:10 7600Kbit": the ceil in kbit
 ceil_kbit() {
 	awk '{ v = $2; n = v + 0; u = substr(v, length(n "") + 1)
@@ -155,13 +149,6 @@ expect_match "the daemon adapts the peer, probing its address" \
 	"wg0: peer phone: the server adapts its download .*probing $CLI_TUN4" "$(cat "$LOG")"
 expect_match "a cut for a queue in the daemon's log" "wg0: peer phone: adapt: download .* \\(queue" \
 	"$(cat "$LOG")"
-expect_le() {
-	if awk -v m="$2" -v f="$3" 'BEGIN { exit !(f != "" && f != "nan" && f + 0 <= m + 0) }'; then
-		pass "$1 = $3 (<= $2)"
-	else
-		fail "$1: expected <= $2, found '$3'"
-	fi
-}
 expect_le "cli's class in the slow phase, least ceil (kbit; the base is $BASE_K)" \
 	$((SLOW_K * 11 / 10)) "${MIN_CEIL:-}"
 FIXED=$(cat "$LAB_TMP/fixed.p95slow")
