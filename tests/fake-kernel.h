@@ -43,10 +43,11 @@ static inline void kernel_from_plan(const struct tree_plan *p, struct fake_kerne
 	}
 	for (guint i = 0; i < p->filters->len; i++) {
 		const struct tree_filter *f = &g_array_index(p->filters, struct tree_filter, i);
-		struct flower_info fi = { .parent = TREE_HANDLE(0), .handle = i + 1, .dst = f->dst,
+		struct flower_info fi = { .parent = TREE_HANDLE(0), .handle = i + 1, .match = f->match,
 					  .classid = TREE_HANDLE(f->minor) };
 
-		fi.prio = f->dst.family == AF_INET ? TREE_PRIO_V4 : TREE_PRIO_V6;
+		fi.src = p->upload;
+		fi.prio = f->match.family == AF_INET ? TREE_PRIO_V4 : TREE_PRIO_V6;
 		g_array_append_val(k->filters, fi);
 	}
 }

@@ -1937,6 +1937,44 @@ static void test_adapt(void)
 }
 
 /* [peer] adapt = yes (issue 26): the server adapts that peer; its range and probe. */
+/*
+ * [peer] upload = RATE: a peer with an upload alone is wanted (download 0),
+ * beside one with both; one with neither is skipped with a warning; a bad
+ * rate is named.
+ */
+static void test_peer_upload(void)
+{
+	static const char text[] =
+		"[peer phone]\n"
+		"public-key = AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+		"upload = 4mbit\n"
+		"[peer tv]\n"
+		"public-key = AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=\n"
+		"download = 20mbit\n"
+		"upload = 2mbit\n"
+		"[peer box]\n" /* 1: neither */
+		"public-key = AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=\n"
+		"upload = fast\n"; /* 2: not a rate */
+	g_autofree char *path = NULL;
+	g_autoptr(config_t) cfg = load_text(text, &path);
+	g_autoptr(GArray) peers = g_array_new(false, true, sizeof(struct peer_want));
+	uint8_t present[3 * WG_KEY_LEN];
+
+	g_assert_cmpuint(cfg->warnings->len, ==, 2);
+	g_assert_nonnull(strstr(cfg->warnings->pdata[0], "upload"));
+	g_assert_nonnull(strstr(cfg->warnings->pdata[1], "no download = RATE, upload = RATE"));
+	memset(present, 0, WG_KEY_LEN);
+	memset(present + WG_KEY_LEN, 1, WG_KEY_LEN);
+	memset(present + 2 * WG_KEY_LEN, 2, WG_KEY_LEN);
+	config_peers_for(cfg, "wg0", present, 3, peers);
+	g_assert_cmpuint(peers->len, ==, 2);
+	g_assert_cmpstr(g_array_index(peers, struct peer_want, 0).name, ==, "phone");
+	g_assert_cmpuint(g_array_index(peers, struct peer_want, 0).rate, ==, 0);
+	g_assert_cmpuint(g_array_index(peers, struct peer_want, 0).upload, ==, 4000000 / 8);
+	g_assert_cmpuint(g_array_index(peers, struct peer_want, 1).rate, ==, 20000000 / 8);
+	g_assert_cmpuint(g_array_index(peers, struct peer_want, 1).upload, ==, 2000000 / 8);
+}
+
 static void test_peer_adapt(void)
 {
 	static const char text[] =
@@ -2078,6 +2116,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/old-spelling", test_old_spelling);
 	g_test_add_func("/config/follows-peers", test_follows_peers);
 	g_test_add_func("/config/peer-adapt", test_peer_adapt);
+	g_test_add_func("/config/peer-upload", test_peer_upload);
 	g_test_add_func("/config/client-server", test_client_server);
 	g_test_add_func("/config/adapt", test_adapt);
 	g_test_add_func("/config/long-names", test_long_names);

@@ -174,9 +174,9 @@ static void test_plan_overlap(void)
 	g_assert_cmpint(tree_plan(&in, &p), ==, 0);
 	/* left: peer 1's 10.9.0.1/32, peer 4's fd01::/64 */
 	g_assert_cmpuint(p.filters->len, ==, 2);
-	g_assert_cmpstr(tc_prefix_str(&g_array_index(p.filters, struct tree_filter, 0).dst, buf,
+	g_assert_cmpstr(tc_prefix_str(&g_array_index(p.filters, struct tree_filter, 0).match, buf,
 				      sizeof(buf)), ==, "10.9.0.1/32");
-	g_assert_cmpstr(tc_prefix_str(&g_array_index(p.filters, struct tree_filter, 1).dst, buf,
+	g_assert_cmpstr(tc_prefix_str(&g_array_index(p.filters, struct tree_filter, 1).match, buf,
 				      sizeof(buf)), ==, "fd01::/64");
 	/* 10.0.0.0/24, 0.0.0.0/0, fd00::/64 and fd00::7/128, each named (peer 2 is not shaped) */
 	g_assert_cmpuint(p.warnings->len, ==, 4);
@@ -392,7 +392,7 @@ static bool ref_filter_planned(const struct tree_plan *p, const struct flower_in
 	for (guint i = 0; i < p->filters->len; i++) {
 		const struct tree_filter *t = &g_array_index(p->filters, struct tree_filter, i);
 
-		if (same_prefix(&t->dst, &f->dst) && TREE_HANDLE(t->minor) == f->classid)
+		if (same_prefix(&t->match, &f->match) && TREE_HANDLE(t->minor) == f->classid)
 			return true;
 	}
 	return false;
@@ -412,7 +412,7 @@ static void ref_diff(const struct tree_plan *p, const struct tree_kernel *k, GAr
 		bool dup = false;
 
 		for (size_t j = 0; j < i && !dup; j++)
-			dup = kept[j] && same_prefix(&k->filters[j].dst, &k->filters[i].dst) &&
+			dup = kept[j] && same_prefix(&k->filters[j].match, &k->filters[i].match) &&
 			      k->filters[j].classid == k->filters[i].classid;
 		kept[i] = !dup && ref_filter_planned(p, &k->filters[i]);
 		if (!kept[i])
@@ -424,13 +424,13 @@ static void ref_diff(const struct tree_plan *p, const struct tree_kernel *k, GAr
 		bool there = false;
 
 		for (size_t j = 0; j < k->n_filters && !there; j++)
-			there = kept[j] && same_prefix(&k->filters[j].dst, &f->dst) &&
+			there = kept[j] && same_prefix(&k->filters[j].match, &f->match) &&
 				k->filters[j].classid == TREE_HANDLE(f->minor);
 		if (there)
 			continue;
-		op.filter = (struct flower_info){ .parent = TREE_HANDLE(0), .dst = f->dst,
+		op.filter = (struct flower_info){ .parent = TREE_HANDLE(0), .match = f->match,
 						  .classid = TREE_HANDLE(f->minor) };
-		op.filter.prio = f->dst.family == AF_INET ? TREE_PRIO_V4 : TREE_PRIO_V6;
+		op.filter.prio = f->match.family == AF_INET ? TREE_PRIO_V4 : TREE_PRIO_V6;
 		g_array_append_val(fadds, op);
 	}
 	for (guint i = 0; i < p->classes->len; i++) {
@@ -583,16 +583,16 @@ static void test_plan_scale(void)
 	/* filters: a shaped peer's own addresses, to its first want's class, in address order */
 	for (guint i = 0; i < p.filters->len; i++) {
 		const struct tree_filter *f = &g_array_index(p.filters, struct tree_filter, i);
-		size_t peer = peer_of_prefix(&f->dst);
+		size_t peer = peer_of_prefix(&f->match);
 
 		g_assert_cmpuint(peer, <, SCALE_PEERS);
 		/* 0 to 255's IPv4 addresses are under peer 7's /24 (but for its own) */
-		if (f->dst.family == AF_INET)
+		if (f->match.family == AF_INET)
 			g_assert_true(peer >= 256 || peer == 7);
 		g_assert_nonnull(want_of[peer]);
 		g_assert_cmpuint(f->minor, ==, want_of[peer]->minor);
 		if (i)
-			g_assert_cmpint(memcmp(&f[-1].dst, &f->dst, sizeof(f->dst)), !=, 0);
+			g_assert_cmpint(memcmp(&f[-1].match, &f->match, sizeof(f->match)), !=, 0);
 	}
 	/* two filters a shaped peer, one below 256 (peer 7: its IPv4 address, not its /24) */
 	for (size_t j = 0; j < SCALE_PEERS; j++)
@@ -612,7 +612,7 @@ static void test_plan_scale(void)
 		struct tc_class_info stale = { .classid = TREE_HANDLE(0xfff0), .parent = TREE_HANDLE(1) };
 		struct tc_class_info other = { .classid = 0x20010, .parent = 0x20000 };
 		struct flower_info f = { .parent = TREE_HANDLE(0), .prio = 1, .handle = 9999,
-					 .dst = pfx("10.200.0.1/32"), .classid = TREE_HANDLE(0x11) };
+					 .match = pfx("10.200.0.1/32"), .classid = TREE_HANDLE(0x11) };
 
 		g_array_append_val(k.classes, stale);
 		g_array_append_val(k.classes, other);
@@ -779,6 +779,153 @@ static void test_state(void)
 	shape_state_clear(&back);
 }
 
+/*
+ * The upload tree (on the IFB): each peer's upload rate, filters by source,
+ * cake in ingress mode, the default class fair per source host; a peer
+ * shaped one way only has no class in the other tree, and a peer keeps one
+ * minor in both. Against a kernel holding the upload tree, the same plan is
+ * no change, and the download tree's filters (by destination) are not its.
+ */
+static void test_plan_upload(void)
+{
+	struct wg_peer peers[] = {
+		peer(1, (const char *const[]){ "10.0.0.2/32", "fd00::2/128", NULL }),
+		peer(2, (const char *const[]){ "10.0.0.3/32", NULL }),
+		peer(3, (const char *const[]){ "10.0.0.4/32", NULL }),
+	};
+	/* 1: both ways; 2: upload alone; 3: download alone */
+	struct peer_want wants[] = { want(1, 1000000), want(2, 0), want(3, 300000) };
+	struct tree_input up = { peers, 3, wants, 3, 0, { 0 }, 0, true };
+	struct tree_input down = { peers, 3, wants, 3, 0, { 0 }, 0, false };
+	struct tree_plan pu, pd;
+	const struct tree_class *c;
+	struct fake_kernel k;
+	struct tree_kernel kv;
+	g_autoptr(GArray) ops = g_array_new(false, true, sizeof(struct tree_op));
+
+	wants[0].upload = 200000;
+	wants[1].upload = 100000;
+	tree_plan_init(&pu);
+	tree_plan_init(&pd);
+	g_assert_cmpint(tree_plan(&up, &pu), ==, 0);
+	g_assert_cmpint(tree_plan(&down, &pd), ==, 0);
+	g_assert_true(pu.upload);
+	g_assert_false(pd.upload);
+	/* cap, default, 1 and 2 upstream; cap, default, 1 and 3 downstream */
+	g_assert_cmpuint(pu.classes->len, ==, 4);
+	g_assert_cmpuint(pd.classes->len, ==, 4);
+	g_assert_cmpuint(class_of(&pu, wants[0].minor)->ceil, ==, 200000);
+	g_assert_cmpuint(class_of(&pu, wants[1].minor)->ceil, ==, 100000);
+	g_assert_null(class_of(&pu, wants[2].minor));
+	g_assert_cmpuint(class_of(&pd, wants[0].minor)->ceil, ==, 1000000);
+	g_assert_null(class_of(&pd, wants[1].minor));
+	g_assert_cmpuint(class_of(&pd, wants[2].minor)->ceil, ==, 300000);
+	/* ingress mode upstream only */
+	c = class_of(&pu, wants[0].minor);
+	g_assert_true((c->cake.has & CAKE_HAS_INGRESS) && c->cake.ingress);
+	c = class_of(&pd, wants[0].minor);
+	g_assert_false(c->cake.has & CAKE_HAS_INGRESS);
+	g_assert_false(c->cake.ingress);
+	c = class_of(&pu, TREE_DEFAULT_MINOR);
+	g_assert_cmpuint(c->cake.flow_mode, ==, 5); /* dual-srchost */
+	g_assert_true(c->cake.ingress);
+	/* 1's two AllowedIPs and 2's upstream; 1's two and 3's downstream */
+	g_assert_cmpuint(pu.filters->len, ==, 3);
+	g_assert_cmpuint(pd.filters->len, ==, 3);
+	kernel_from_plan(&pu, &k);
+	kv = view(&k);
+	tree_diff(&pu, &kv, ops);
+	g_assert_cmpuint(ops->len, ==, 0);
+	for (guint i = 0; i < k.filters->len; i++)
+		g_assert_true(g_array_index(k.filters, struct flower_info, i).src);
+	/* the same filters by destination are other filters: all three go, three come */
+	for (guint i = 0; i < k.filters->len; i++)
+		g_array_index(k.filters, struct flower_info, i).src = false;
+	kv = view(&k);
+	tree_diff(&pu, &kv, ops);
+	g_assert_cmpuint(ops->len, ==, 6);
+	for (guint i = 0; i < ops->len; i++) {
+		const struct tree_op *op = &g_array_index(ops, struct tree_op, i);
+
+		g_assert_true(op->kind == (i < 3 ? TREE_FILTER_DEL : TREE_FILTER_ADD));
+		g_assert_true(op->filter.src == (op->kind == TREE_FILTER_ADD));
+	}
+	kernel_free(&k);
+	tree_plan_clear(&pu);
+	tree_plan_clear(&pd);
+	peers_free(peers, G_N_ELEMENTS(peers));
+}
+
+/*
+ * One peer set by hand, one direction at a time: the direction not named
+ * (PEER_RATE_KEEP) stays; off in one direction keeps the peer for the other;
+ * off in both takes it out.
+ */
+static void test_peers_update_directions(void)
+{
+	struct shape_state st = { 0 };
+	struct peer_want w = want(4, 500000), r = want(4, PEER_RATE_KEEP);
+	struct shape_request req = { .peers_action = PEERS_ONE, .peers = &r, .n_peers = 1 };
+	const struct peer_want *got;
+
+	w.minor = 0x33;
+	st.peers = g_array_new(false, true, sizeof(struct peer_want));
+	g_array_append_val(st.peers, w);
+	r.upload = 120000;
+	shape_peers_update(&st, &req);
+	g_assert_cmpuint(st.peers->len, ==, 1);
+	got = &g_array_index(st.peers, struct peer_want, 0);
+	g_assert_cmpuint(got->rate, ==, 500000);
+	g_assert_cmpuint(got->upload, ==, 120000);
+	g_assert_cmpuint(got->minor, ==, 0x33);
+	r.rate = 0;
+	r.upload = PEER_RATE_KEEP;
+	shape_peers_update(&st, &req);
+	g_assert_cmpuint(st.peers->len, ==, 1);
+	got = &g_array_index(st.peers, struct peer_want, 0);
+	g_assert_cmpuint(got->rate, ==, 0);
+	g_assert_cmpuint(got->upload, ==, 120000);
+	g_assert_cmpuint(got->minor, ==, 0x33);
+	r.rate = PEER_RATE_KEEP;
+	r.upload = 0;
+	shape_peers_update(&st, &req);
+	g_assert_cmpuint(st.peers->len, ==, 0);
+	shape_state_clear(&st);
+}
+
+/* A peer shaped on upload alone, and the ingress tree, through the state file. */
+static void test_state_upload(void)
+{
+	g_autofree char *dir = safe_tmp_dir("wgshape-peers");
+	struct shape_state st = { .ifindex = 3, .ingress = true, .in_tree = true, .in_cap = 90000 };
+	struct shape_state back = { 0 };
+	struct peer_want w = want(6, 0);
+
+	g_strlcpy(st.ifb, "ifb4wg0", sizeof(st.ifb));
+	w.upload = 64000;
+	w.minor = 0x12;
+	g_strlcpy(w.source, "set", sizeof(w.source));
+	st.tree_leaf = PEER_LEAF_CAKE;
+	st.tree_opts.has = CAKE_HAS_DIFFSERV;
+	st.peers = g_array_new(false, true, sizeof(struct peer_want));
+	g_array_append_val(st.peers, w);
+	g_assert_cmpint(state_save(dir, "wg0", &st), ==, 0);
+	g_assert_cmpint(state_load(dir, "wg0", &back), ==, 0);
+	g_assert_false(back.tree);
+	g_assert_true(back.in_tree);
+	g_assert_cmpuint(back.in_cap, ==, 90000);
+	g_assert_cmpuint(back.tree_leaf, ==, PEER_LEAF_CAKE);
+	g_assert_true(back.tree_opts.has & CAKE_HAS_DIFFSERV);
+	g_assert_cmpuint(back.peers->len, ==, 1);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).rate, ==, 0);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).upload, ==, 64000);
+	g_assert_cmpuint(g_array_index(back.peers, struct peer_want, 0).minor, ==, 0x12);
+	state_remove(dir, "wg0");
+	g_rmdir(dir);
+	shape_state_clear(&st);
+	shape_state_clear(&back);
+}
+
 /* The op for minor in ops, of kind; NULL when there is none. */
 static const struct tree_op *op_for(GArray *ops, enum tree_op_kind kind, uint16_t minor)
 {
@@ -911,5 +1058,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/peers/plan-scale", test_plan_scale);
 	g_test_add_func("/peers/update", test_peers_update);
 	g_test_add_func("/peers/state", test_state);
+	g_test_add_func("/peers/plan-upload", test_plan_upload);
+	g_test_add_func("/peers/update-directions", test_peers_update_directions);
+	g_test_add_func("/peers/state-upload", test_state_upload);
 	return g_test_run();
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * wgshape set IFACE [egress RATE|off] [ingress RATE|off] [overhead BYTES|auto] ...
- * wgshape set IFACE peer PUBKEY download RATE|off ...
+ * wgshape set IFACE peer PUBKEY [download RATE|off] [upload RATE|off] ...
  * wgshape set [IFACE] client download RATE|default [server ADDR]
  * (set_args_parse() tells the forms apart; an interface may be named client)
  */
@@ -57,7 +57,8 @@ void set_help(void)
 	char b[160];
 
 	fputs("Usage: wgshape set IFACE [egress RATE|off] [ingress RATE|off] [OPTION]...\n"
-	      "       wgshape set IFACE peer PUBKEY download RATE|off [OPTION]...\n"
+	      "       wgshape set IFACE peer PUBKEY [download RATE|off] [upload RATE|off]\n"
+	      "                   [OPTION]...\n"
 	      "       wgshape set [IFACE] client download RATE|default [server ADDR]\n"
 	      "\n"
 	      "  egress RATE    cake as IFACE's root qdisc (upload from this host); with\n"
@@ -69,6 +70,12 @@ void set_help(void)
 	      "                 own with its own cake or fq_codel (leaf), by destination in\n"
 	      "                 its AllowedIPs;\n"
 	      "                 peers without one share a class with cake's dual-dsthost\n"
+	      "  peer PUBKEY upload RATE\n"
+	      "                 on a server: this peer's upload, in a class of its own on\n"
+	      "                 IFACE's IFB, by source in its AllowedIPs (cake in ingress\n"
+	      "                 mode); ingress RATE is then the cap for all of them together.\n"
+	      "                 It works after the peer's line: set it 85-90% of that line's\n"
+	      "                 upload. A direction not named stays as it is\n"
 	      "  client download RATE|default\n"
 	      "                 on a client: ask the server, through the tunnel, to shape this\n"
 	      "                 host's download at RATE (or at the server's own rate); prints\n"
@@ -112,13 +119,35 @@ void set_help(void)
 }
 
 /*
- * peer PUBKEY download RATE|off [cake options]: one peer's download, shaped
- * on IFACE's egress in a class of its own. argv starts at "peer".
+ * A peer's rate in one direction: RATE, or off (0). -EINVAL (logged) when
+ * it is neither.
+ */
+static int peer_rate_word(const char *ifname, const char *key, const char *dir, const char *word,
+			  uint64_t *rate)
+{
+	if (!strcmp(word, "off")) {
+		*rate = 0;
+		return 0;
+	}
+	if (parse_rate(word, rate) < 0 || !*rate || *rate == PEER_RATE_KEEP) {
+		log_err("set %s peer %.8s...: %s: '%s' is not a rate (a number and a unit, "
+			"e.g. 20mbit) or off", ifname, key, dir, word);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * peer PUBKEY [download RATE|off] [upload RATE|off] [cake options]: one
+ * peer's download, shaped on IFACE's egress in a class of its own, and its
+ * upload, in a class of its own on IFACE's IFB; a direction not named stays
+ * as it is. argv starts at "peer".
  */
 static int peer_words(const char *ifname, int argc, char **argv, struct shape_request *req,
 		      struct peer_want *w)
 {
 	char err[256];
+	int first = 2;
 
 	memset(w, 0, sizeof(*w));
 	if (argc < 2 || wg_key_from_base64(argv[1], w->key) < 0) {
@@ -126,16 +155,26 @@ static int peer_words(const char *ifname, int argc, char **argv, struct shape_re
 			"as wg shows it)", ifname, argc < 2 ? "" : argv[1]);
 		return -EINVAL;
 	}
-	if (argc < 4 || strcmp(argv[2], "download") != 0) {
-		log_err("set %s peer %.8s...: needs download RATE|off", ifname, argv[1]);
+	w->rate = PEER_RATE_KEEP;
+	w->upload = PEER_RATE_KEEP;
+	while (first + 1 < argc &&
+	       (!strcmp(argv[first], "download") || !strcmp(argv[first], "upload"))) {
+		uint64_t *to = !strcmp(argv[first], "download") ? &w->rate : &w->upload;
+
+		if (*to != PEER_RATE_KEEP) {
+			log_err("set %s peer %.8s...: %s given twice", ifname, argv[1], argv[first]);
+			return -EINVAL;
+		}
+		if (peer_rate_word(ifname, argv[1], argv[first], argv[first + 1], to) < 0)
+			return -EINVAL;
+		first += 2;
+	}
+	if (first == 2) {
+		log_err("set %s peer %.8s...: needs download RATE|off or upload RATE|off", ifname,
+			argv[1]);
 		return -EINVAL;
 	}
-	if (strcmp(argv[3], "off") != 0 && (parse_rate(argv[3], &w->rate) < 0 || !w->rate)) {
-		log_err("set %s peer %.8s...: download: '%s' is not a rate (a number and a unit, "
-			"e.g. 20mbit) or off", ifname, argv[1], argv[3]);
-		return -EINVAL;
-	}
-	if (shape_words_parse(argc - 4, argv + 4, req, err, sizeof(err)) < 0) {
+	if (shape_words_parse(argc - first, argv + first, req, err, sizeof(err)) < 0) {
 		log_err("set %s peer %.8s...: %s", ifname, argv[1], err);
 		return -EINVAL;
 	}
@@ -145,16 +184,17 @@ static int peer_words(const char *ifname, int argc, char **argv, struct shape_re
 			"not a peer's: set them on their own", ifname, argv[1]);
 		return -EINVAL;
 	}
-	if (!w->rate && argc > 4) {
-		log_err("set %s peer %.8s...: download off takes no options", ifname, argv[1]);
+	if ((!w->rate || w->rate == PEER_RATE_KEEP) && (!w->upload || w->upload == PEER_RATE_KEEP) &&
+	    argc > first) {
+		log_err("set %s peer %.8s...: off takes no options", ifname, argv[1]);
 		return -EINVAL;
 	}
 	w->opts = req->opts;
 	memset(&req->opts, 0, sizeof(req->opts));
 	snprintf(w->source, sizeof(w->source), "set");
-	for (int i = 4, used = 0; i < argc && used < (int)sizeof(w->options); i++)
+	for (int i = first, used = 0; i < argc && used < (int)sizeof(w->options); i++)
 		used += snprintf(w->options + used, sizeof(w->options) - (size_t)used, "%s%s",
-				 i > 4 ? " " : "", argv[i]);
+				 i > first ? " " : "", argv[i]);
 	req->peers_action = PEERS_ONE;
 	req->peers = w;
 	req->n_peers = 1;

@@ -265,8 +265,8 @@ static void show_leaf_why(const struct shape_peer_view *p)
 	print_text(p->leaf_active ? ", lazy leaf: active" : ", lazy leaf: idle");
 }
 
-/* One class of the per-peer tree: who, its AllowedIPs and rate, its cake. */
-static void show_peer(const struct shape_peer_view *p)
+/* One class of a per-peer tree (dir: "download" or "upload"): who, its AllowedIPs and rate, its cake. */
+static void show_peer(const struct shape_peer_view *p, const char *dir)
 {
 	char b[UNITS_BUFSZ], id[16];
 
@@ -283,9 +283,10 @@ static void show_peer(const struct shape_peer_view *p)
 		}
 		print_close_array();
 		format_rate(b, sizeof(b), p->rate);
-		print_uint_as("download", ": download %s", p->rate * 8, b);
+		print_uint_as(dir, !strcmp(dir, "upload") ? ": upload %s" : ": download %s",
+			      p->rate * 8, b);
 		print_string("source", " (%s", p->source);
-		if (lease_left(p) >= 0)
+		if (!strcmp(dir, "download") && lease_left(p) >= 0)
 			print_int("lease_ends_in", ", ends in %" PRId64 " s unless renewed",
 				  lease_left(p));
 		print_text(")");
@@ -319,21 +320,28 @@ static void show_peer(const struct shape_peer_view *p)
 	print_close_object();
 }
 
-static void show_tree(const struct shape_view *v)
+/* A per-peer tree: egress (the peers' download) or, upload, the IFB's (their upload). */
+static void show_tree(const struct shape_view *v, bool upload)
 {
+	const char *dirname = upload ? "ingress" : "egress";
+	const struct shape_dir_view *d = upload ? &v->ingress : &v->egress;
+	GArray *peers = upload ? v->upload_peers : v->peers;
+	uint64_t cap = upload ? v->in_cap : v->cap;
 	char b[UNITS_BUFSZ];
 
-	print_open_object("egress");
-	print_string(NULL, "%s: egress", v->link.name);
+	print_open_object(dirname);
+	print_string(NULL, "%s: ", v->link.name);
+	print_text("%s", dirname);
+	print_string("dev", upload ? " via %s" : NULL, d->dev);
 	print_bool("per_peer", " per peer:", true);
-	print_string("kind", " %s", v->egress.qdisc.kind);
+	print_string("kind", " %s", d->qdisc.kind);
 	print_string("handle", " %s", "1:");
-	format_rate(b, sizeof(b), v->cap);
-	print_uint_as("cap", v->cap ? ", all peers together up to %s\n" : ", no cap\n",
-		      v->cap * 8, b);
+	format_rate(b, sizeof(b), cap);
+	print_uint_as("cap", cap ? ", all peers together up to %s\n" : ", no cap\n", cap * 8, b);
 	print_open_array("classes");
-	for (guint i = 0; i < v->peers->len; i++)
-		show_peer(&g_array_index(v->peers, struct shape_peer_view, i));
+	for (guint i = 0; i < peers->len; i++)
+		show_peer(&g_array_index(peers, struct shape_peer_view, i),
+			  upload ? "upload" : "download");
 	print_close_array();
 	print_close_object();
 }
@@ -458,10 +466,13 @@ static void show_view(const struct shape_view *v, const char *statedir)
 	print_string("link_kind", NULL, v->link.kind);
 	print_string("root_qdisc", NULL, v->egress.qdisc.kind);
 	if (v->tree)
-		show_tree(v);
+		show_tree(v, false);
 	else
 		show_dir(v, "egress", &v->egress);
-	show_dir(v, "ingress", &v->ingress);
+	if (v->in_tree)
+		show_tree(v, true);
+	else
+		show_dir(v, "ingress", &v->ingress);
 	if (v->overhead_reason[0])
 		print_string("overhead_reason", shaped ? " overhead: %s\n" : NULL,
 			     v->overhead_reason);

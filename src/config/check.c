@@ -121,8 +121,8 @@ static void finish_peers(struct config *cfg)
 	for (guint i = 0; i < cfg->peers->len; i++) {
 		struct conf_peer *p = cfg->peers->pdata[i];
 		const char *missing = !p->has_key ? "no public-key = KEY" :
-				      !p->download && p->rate.client_download < 0 ?
-				      "no download = RATE (nor client-download)" : NULL;
+				      !p->download && !p->upload && p->rate.client_download < 0 ?
+				      "no download = RATE, upload = RATE (nor client-download)" : NULL;
 
 		rate_bounds_check(cfg, p->where, "peer", p->name, &p->rate);
 		peer_adapt_check(cfg, p);

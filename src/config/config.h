@@ -80,6 +80,7 @@ struct conf_peer {
 	bool has_key;
 	char **ifaces; /* interface = globs, NULL-terminated; NULL: every WireGuard interface */
 	uint64_t download; /* bytes/s; 0: not given */
+	uint64_t upload; /* bytes/s, shaped on the IFB by source address; 0: not given */
 	/*
 	 * adapt = yes: the server's daemon follows this peer's line alone
 	 * (src/daemon/peer-adapt.c), its download between adapt_min and

@@ -296,10 +296,11 @@ static const struct conf_key keys[] = {
 	{ "connection-type", SEC_NETWORK, parse_list, SHAPE_AT(net.match.types), .list = true },
 	{ "interface", SEC_NETWORK, parse_globs, SHAPE_AT(net.tunnels), .list = true },
 
-	/* a [peer]: which, where, its download and its policy (over its interface's) */
+	/* a [peer]: which, where, its download and upload and its policy (over its interface's) */
 	{ "public-key", SEC_PEER, parse_peer_key, 0 },
 	{ "interface", SEC_PEER, parse_globs, PEER_AT(ifaces), .list = true },
 	{ "download", SEC_PEER, parse_rate_key, PEER_AT(download) },
+	{ "upload", SEC_PEER, parse_rate_key, PEER_AT(upload) },
 	{ "adapt", SEC_PEER, parse_bool, PEER_AT(adapt) },
 	{ "adapt-min", SEC_PEER, parse_rate_key, PEER_AT(adapt_min) },
 	{ "adapt-max", SEC_PEER, parse_rate_key, PEER_AT(adapt_max) },

@@ -74,12 +74,12 @@ void config_peers_for(const struct config *cfg, const char *ifname, const uint8_
 		g_hash_table_add(here, (gpointer)(present + i * WG_KEY_LEN));
 	for (guint i = 0; i < cfg->peers->len; i++) {
 		const struct conf_peer *p = cfg->peers->pdata[i];
-		struct peer_want w = { .rate = p->download };
+		struct peer_want w = { .rate = p->download, .upload = p->upload };
 		g_autofree char *options = NULL, *source = NULL;
 		struct shape_request req;
 		char err[256];
 
-		if (!p->download)
+		if (!p->download && !p->upload)
 			continue;
 		if (p->ifaces ? !peer_names(p, ifname)
 			      : !g_hash_table_contains(here, p->key))

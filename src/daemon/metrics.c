@@ -263,29 +263,40 @@ static void add_dir(struct metrics *m, const struct shape_view *v, const char *d
 		 d->qdisc.cake.rate, &d->qdisc);
 }
 
+/*
+ * A per-peer tree's classes: each peer's rate and cake figures under dir
+ * (egress: their download; ingress: their upload, on dev, the IFB); the
+ * leaf info once a peer, with the download tree's.
+ */
+static void add_tree(struct metrics *m, const struct shape_view *v, const char *dir,
+		     const char *dev, GArray *peers)
+{
+	for (guint i = 0; i < peers->len; i++) {
+		const struct shape_peer_view *p = &g_array_index(peers, struct shape_peer_view, i);
+		const char *peer = p->name[0] ? p->name : p->key;
+
+		if (!p->present || !p->has_class)
+			continue;
+		if (p->leaf_setting && (!strcmp(dir, "egress") || !v->tree))
+			add_leaf(m, v->link.name, peer, p);
+		/* a leaf that is not cake has no cake figures: its rate and source alone */
+		add_cake(m, v->link.name, dir, peer, p->source, dev, p->cls.ceil, &p->leaf);
+	}
+}
+
 void metrics_add_view(struct metrics *m, const struct shape_view *v)
 {
 	const struct label iface[] = { { "interface", v->link.name }, { NULL, NULL } };
 
 	put(m, F_PRESENT, iface, "1");
-	if (v->tree) {
-		for (guint i = 0; i < v->peers->len; i++) {
-			const struct shape_peer_view *p =
-			    &g_array_index(v->peers, struct shape_peer_view, i);
-			const char *peer = p->name[0] ? p->name : p->key;
-
-			if (!p->present || !p->has_class)
-				continue;
-			if (p->leaf_setting)
-				add_leaf(m, v->link.name, peer, p);
-			/* a leaf that is not cake has no cake figures: its rate and source alone */
-			add_cake(m, v->link.name, "egress", peer, p->source, v->link.name,
-				 p->cls.ceil, &p->leaf);
-		}
-	} else {
+	if (v->tree)
+		add_tree(m, v, "egress", v->link.name, v->peers);
+	else
 		add_dir(m, v, "egress", &v->egress);
-	}
-	add_dir(m, v, "ingress", &v->ingress);
+	if (v->in_tree)
+		add_tree(m, v, "ingress", v->ingress.dev, v->upload_peers);
+	else
+		add_dir(m, v, "ingress", &v->ingress);
 }
 
 void metrics_add_gone(struct metrics *m, const char *ifname)

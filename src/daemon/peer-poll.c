@@ -157,7 +157,7 @@ static void poll_dumped(void *arg, const char *ifname, int ifindex, int64_t at, 
 	st = state_peek(d->opts->statedir, ifname);
 	if (!st && state_load(d->opts->statedir, ifname, &copy) == 0)
 		st = &copy;
-	tree = st && st->tree;
+	tree = st && (st->tree || st->in_tree);
 	follows = config_follows_peers(d->cfg, ifname);
 	if (!poll_wanted(d, ifname, tree))
 		goto out;
@@ -191,7 +191,8 @@ static gboolean on_peer_poll(gpointer data)
 	for (char **n = names; n && *n; n++) {
 		const struct shape_state *kept = state_peek(d->opts->statedir, *n);
 		struct shape_state st = { 0 };
-		bool tree = kept ? kept->tree : state_load(d->opts->statedir, *n, &st) == 0 && st.tree;
+		bool tree = kept ? (kept->tree || kept->in_tree) :
+				  state_load(d->opts->statedir, *n, &st) == 0 && (st.tree || st.in_tree);
 
 		if (tree) {
 			any = true;
@@ -241,7 +242,7 @@ void peer_poll_maybe(struct daemon *d)
 	for (char **n = names; n && *n && !tree; n++) {
 		struct shape_state st = { 0 };
 
-		tree = state_load(d->opts->statedir, *n, &st) == 0 && st.tree;
+		tree = state_load(d->opts->statedir, *n, &st) == 0 && (st.tree || st.in_tree);
 		shape_state_clear(&st);
 	}
 	if (tree)

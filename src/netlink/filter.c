@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * flower filters that send a packet to its peer's HTB class by destination
- * address; layouts follow the kernel's net/sched/cls_flower.c and what
+ * flower filters that send a packet to its peer's HTB class by its
+ * destination address (the download tree on the interface) or its source
+ * address (the upload tree on its IFB); layouts follow the kernel's net/sched/cls_flower.c and what
  * tc/f_flower.c sends.
  */
 #include <errno.h>
@@ -22,11 +23,13 @@
 static const struct family_keys {
 	int family;
 	uint16_t eth_type;
-	int dst, dst_mask; /* TCA_FLOWER_KEY_* */
+	int key[2], mask[2]; /* TCA_FLOWER_KEY_*: [0] destination, [1] source */
 	unsigned int len; /* address bytes */
 } family_keys[] = {
-	{ AF_INET, ETH_P_IP, TCA_FLOWER_KEY_IPV4_DST, TCA_FLOWER_KEY_IPV4_DST_MASK, 4 },
-	{ AF_INET6, ETH_P_IPV6, TCA_FLOWER_KEY_IPV6_DST, TCA_FLOWER_KEY_IPV6_DST_MASK, 16 },
+	{ AF_INET, ETH_P_IP, { TCA_FLOWER_KEY_IPV4_DST, TCA_FLOWER_KEY_IPV4_SRC },
+	  { TCA_FLOWER_KEY_IPV4_DST_MASK, TCA_FLOWER_KEY_IPV4_SRC_MASK }, 4 },
+	{ AF_INET6, ETH_P_IPV6, { TCA_FLOWER_KEY_IPV6_DST, TCA_FLOWER_KEY_IPV6_SRC },
+	  { TCA_FLOWER_KEY_IPV6_DST_MASK, TCA_FLOWER_KEY_IPV6_SRC_MASK }, 16 },
 };
 
 static const struct family_keys *keys_by_family(int family)
@@ -78,20 +81,20 @@ static uint32_t filter_info(uint32_t prio, const struct family_keys *k)
 }
 
 static int flower_opts_put(struct nl_msg *msg, const struct family_keys *k,
-			   const struct tc_prefix *dst, uint32_t classid)
+			   const struct tc_prefix *match, bool src, uint32_t classid)
 {
 	uint8_t addr[16], mask[16];
 	struct nlattr *opts;
 
-	prefix_mask(dst->prefixlen, k->len, mask);
+	prefix_mask(match->prefixlen, k->len, mask);
 	for (unsigned int i = 0; i < k->len; i++)
-		addr[i] = dst->addr[i] & mask[i];
+		addr[i] = match->addr[i] & mask[i];
 	if (nla_put_string(msg, TCA_KIND, "flower") < 0 ||
 	    !(opts = nla_nest_start(msg, TCA_OPTIONS)) ||
 	    nla_put_u32(msg, TCA_FLOWER_CLASSID, classid) < 0 ||
 	    nla_put_u16(msg, TCA_FLOWER_KEY_ETH_TYPE, htons(k->eth_type)) < 0 ||
-	    nla_put(msg, k->dst, (int)k->len, addr) < 0 ||
-	    nla_put(msg, k->dst_mask, (int)k->len, mask) < 0 ||
+	    nla_put(msg, k->key[src], (int)k->len, addr) < 0 ||
+	    nla_put(msg, k->mask[src], (int)k->len, mask) < 0 ||
 	    nla_put_u32(msg, TCA_FLOWER_FLAGS, TCA_CLS_FLAGS_SKIP_HW) < 0)
 		return -ENOMEM;
 	nla_nest_end(msg, opts);
@@ -99,20 +102,20 @@ static int flower_opts_put(struct nl_msg *msg, const struct family_keys *k,
 }
 
 int netlink_flower_add(struct netlink *nl, int ifindex, uint32_t parent, uint32_t prio,
-		       uint32_t handle, const struct tc_prefix *dst, uint32_t classid)
+		       uint32_t handle, const struct tc_prefix *match, bool src, uint32_t classid)
 {
-	const struct family_keys *k = keys_by_family(dst->family);
+	const struct family_keys *k = keys_by_family(match->family);
 	struct nl_msg *msg;
 
 	if (!k)
 		return -EAFNOSUPPORT;
-	if (dst->prefixlen > 8 * k->len || !prio || prio > 0xffff)
+	if (match->prefixlen > 8 * k->len || !prio || prio > 0xffff)
 		return -EINVAL;
 	msg = netlink_tc_msg(RTM_NEWTFILTER, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
 			     ifindex, handle, parent, filter_info(prio, k));
 	if (!msg)
 		return -ENOMEM;
-	if (flower_opts_put(msg, k, dst, classid) < 0) {
+	if (flower_opts_put(msg, k, match, src, classid) < 0) {
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
@@ -137,7 +140,11 @@ int netlink_filter_del(struct netlink *nl, int ifindex, uint32_t parent, uint32_
 	return netlink_talk(nl, nl->rt, msg, NULL, NULL);
 }
 
-/* 0 and *out filled, or 1 when the filter matches no destination of ours. */
+/*
+ * 0 and *out filled, or 1 when the filter is not one of ours (no class, or
+ * another protocol). It matches a destination, else a source, else every
+ * address (a /0 destination).
+ */
 static int parse_flower_opts(struct nlattr *opts, uint16_t protocol, struct flower_info *out)
 {
 	struct nlattr *tb[TCA_FLOWER_MAX + 1];
@@ -152,18 +159,20 @@ static int parse_flower_opts(struct nlattr *opts, uint16_t protocol, struct flow
 	if (!k || !tb[TCA_FLOWER_CLASSID])
 		return 1;
 	out->classid = nla_get_u32(tb[TCA_FLOWER_CLASSID]);
-	out->dst.family = k->family;
+	out->match.family = k->family;
+	out->src = !tb[k->key[0]] && tb[k->key[1]];
 	/* flower dumps no key whose mask is all zeros: that is a /0. */
-	if (!tb[k->dst] || !tb[k->dst_mask])
+	if (!tb[k->key[out->src]] || !tb[k->mask[out->src]])
 		return 0;
-	if (nla_len(tb[k->dst]) < (int)k->len || nla_len(tb[k->dst_mask]) < (int)k->len)
+	if (nla_len(tb[k->key[out->src]]) < (int)k->len ||
+	    nla_len(tb[k->mask[out->src]]) < (int)k->len)
 		return -EBADMSG;
-	memcpy(mask, nla_data(tb[k->dst_mask]), k->len);
-	out->dst.prefixlen = mask_prefixlen(mask, k->len);
-	prefix_mask(out->dst.prefixlen, k->len, mask);
-	memcpy(out->dst.addr, nla_data(tb[k->dst]), k->len);
+	memcpy(mask, nla_data(tb[k->mask[out->src]]), k->len);
+	out->match.prefixlen = mask_prefixlen(mask, k->len);
+	prefix_mask(out->match.prefixlen, k->len, mask);
+	memcpy(out->match.addr, nla_data(tb[k->key[out->src]]), k->len);
 	for (unsigned int i = 0; i < k->len; i++)
-		out->dst.addr[i] &= mask[i];
+		out->match.addr[i] &= mask[i];
 	return 0;
 }
 

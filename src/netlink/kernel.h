@@ -166,22 +166,24 @@ int netlink_qdisc_list(struct netlink *nl, int ifindex, struct qdisc_info **out,
 
 struct flower_info {
 	uint32_t parent, prio, handle;
-	struct tc_prefix dst; /* the destination it matches */
+	struct tc_prefix match; /* the address it matches */
+	bool src; /* match is the packet's source (else its destination) */
 	uint32_t classid; /* where it sends a match */
 };
 
 /*
- * A flower filter on parent (the root's handle) matching destination dst and
- * sending it to classid. IPv4 and IPv6 live at different priorities (prio is
- * the caller's, 1..65535): a prio that holds the other family is -EINVAL.
- * handle 0 lets the kernel choose (the lowest free one of that prio, from 1).
- * -EEXIST when that prio already matches the same dst. Linux 6.1 leaks a
+ * A flower filter on parent (the root's handle) matching the packet's
+ * destination (or, with src, its source) in match, and sending it to
+ * classid. IPv4 and IPv6 live at different priorities (prio is the caller's,
+ * 1..65535): a prio that holds the other family is -EINVAL. handle 0 lets
+ * the kernel choose (the lowest free one of that prio, from 1). -EEXIST when
+ * that prio already matches the same address. Linux 6.1 leaks a
  * filter reference on classid when an add fails that way: the class then
  * stays -EBUSY to netlink_class_del until the root goes. Do not send adds
  * that can collide.
  */
 int netlink_flower_add(struct netlink *nl, int ifindex, uint32_t parent, uint32_t prio,
-		       uint32_t handle, const struct tc_prefix *dst, uint32_t classid);
+		       uint32_t handle, const struct tc_prefix *match, bool src, uint32_t classid);
 /*
  * Delete one filter (family picks the protocol; handle 0, which would
  * delete the whole prio, is -EINVAL). -ENOENT if no such filter or prio;

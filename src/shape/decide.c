@@ -55,6 +55,8 @@ bool peer_rate_fits(const struct shape_state *st, const struct shape_request *re
 	const struct peer_want *w = req->peers;
 
 	if (req->peers_action != PEERS_ONE || req->n_peers != 1 || !w->rate ||
+	    w->rate == PEER_RATE_KEEP || (w->upload != PEER_RATE_KEEP && old &&
+					  w->upload != old->upload) ||
 	    req->egress != DIR_KEEP || req->ingress != DIR_KEEP || req->opts.has ||
 	    req->overhead_auto || req->leaf || !st->egress || !st->tree || st->cap || !old)
 		return false;
@@ -65,7 +67,8 @@ bool peer_rate_fits(const struct shape_state *st, const struct shape_request *re
 	if (peer_leased(w) && old->activity != PEER_ACTIVE &&
 	    tree_leaf_of(old, st->tree_leaf) == PEER_LEAF_LAZY)
 		return false;
-	return old->minor != 0;
+	/* a peer shaped on upload alone has no download class to change */
+	return old->minor != 0 && old->rate != 0;
 }
 
 const struct peer_want *peer_rate_only(const struct shape_state *st,

@@ -76,7 +76,7 @@ static int tree_root_set(struct netlink *nl, const char *ifname, const struct li
  * its client holds a lease or WireGuard had a handshake with it lately;
  * from then on the daemon follows their traffic (shape_peers_activity).
  */
-static void peers_judge(GArray *wants, const struct wg_dump *wg)
+void shape_peers_judge(GArray *wants, const struct wg_dump *wg)
 {
 	g_autoptr(GHashTable) peers = g_hash_table_new(wg_key_hash, wg_key_equal);
 	gint64 now = g_get_real_time() / G_USEC_PER_SEC;
@@ -112,7 +112,7 @@ static int tree_resync(struct netlink *nl, const struct link_info *link, struct 
 	r = wg_dump_get(nl, link->name, wg);
 	if (r < 0)
 		return r;
-	peers_judge(st->peers, wg);
+	shape_peers_judge(st->peers, wg);
 	in.wants = st->peers ? (struct peer_want *)(void *)st->peers->data : NULL;
 	in.n_wants = st->peers ? st->peers->len : 0;
 	in.peers = wg->peers;
@@ -129,6 +129,8 @@ static int tree_resync(struct netlink *nl, const struct link_info *link, struct 
 int egress_tree_resync(struct netlink *nl, const struct link_info *link, struct shape_state *st,
 		       struct wg_dump *wg)
 {
+	if (!st->tree)
+		return 0;
 	return tree_resync(nl, link, st, st->cap, &st->tree_opts, st->tree_leaf, false, wg);
 }
 

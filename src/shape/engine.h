@@ -40,9 +40,13 @@ int shape_link_for(struct netlink *nl, const char *ifname, struct link_info *lin
 int shape_state_for(const char *statedir, const char *ifname, const struct link_info *link,
 		    struct shape_state *st, char stale_ifb[IFNAME_SIZE]);
 
+/* Does any of st's peers want its download shaped (the egress tree)? */
 static inline bool shape_peers_wanted(const struct shape_state *st)
 {
-	return st->peers && st->peers->len;
+	for (guint i = 0; st->peers && i < st->peers->len; i++)
+		if (g_array_index(st->peers, struct peer_want, i).rate)
+			return true;
+	return false;
 }
 
 /* WireGuard's peers, read once for a whole set: the overhead and the tree both need them. */
@@ -84,10 +88,20 @@ int cake_root_set(struct netlink *nl, const char *ifname, const char *dev, int i
  * of wgshape before hashed names? Only such an IFB is ever deleted.
  */
 bool ifb_name_ours(const char *ifname, const char *ifb);
-/* in: DIR_SET puts ingress in place (o, the rate asked), DIR_OFF takes it away. */
+/*
+ * in: DIR_SET puts ingress in place (o, the rate asked), DIR_OFF takes it
+ * away. When st's peers have upload rates, the IFB holds the upload tree
+ * whatever in says: the rate asked is its cap, DIR_OFF leaves it none.
+ */
 int ingress_apply(struct netlink *nl, const char *ifname, const struct link_info *link,
 		  struct shape_state *st, const char *stale_ifb, const struct shape_request *req,
-		  enum dir_action in, const struct cake_opts *o, struct undo *u);
+		  enum dir_action in, const struct cake_opts *o, struct wg_dump *wg,
+		  struct undo *u);
+/* Does any of st's peers want its upload shaped (the upload tree)? */
+bool shape_upload_wanted(const struct shape_state *st);
+/* The upload tree (st->in_tree) as st says, against what the IFB has; 0 when there is none. */
+int ingress_tree_resync(struct netlink *nl, const struct link_info *link, struct shape_state *st,
+			struct wg_dump *wg);
 int ingress_off(struct netlink *nl, const char *ifname, const struct link_info *link,
 		struct shape_state *st);
 /* Take away our redirect and IFB named ifb, and nothing of anyone else's. */
@@ -95,6 +109,11 @@ int ingress_remove(struct netlink *nl, const char *ifname, const struct link_inf
 		   const char *ifb);
 
 /* egress.c */
+/*
+ * Judge the activity of wants not judged yet (new ones) from WireGuard's
+ * handshakes and leases, for their lazy leaves.
+ */
+void shape_peers_judge(GArray *wants, const struct wg_dump *wg);
 /* Egress as egress_decide says (src/shape/decide.h) for st, req and eg. */
 int egress_apply(struct netlink *nl, const char *ifname, const struct link_info *link,
 		 struct shape_state *st, const struct shape_request *req, enum dir_action eg,
@@ -103,7 +122,8 @@ int egress_off(struct netlink *nl, const char *ifname, const struct link_info *l
 	       struct shape_state *st);
 /*
  * The per-peer tree as st says (its wants' leaves and activity), against what
- * the kernel has: for a tree in place, with nothing asked of it.
+ * the kernel has: for a tree in place (0 when there is none), with nothing
+ * asked of it.
  */
 int egress_tree_resync(struct netlink *nl, const struct link_info *link, struct shape_state *st,
 		       struct wg_dump *wg);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * Ingress (download) shaping: an IFB named for the interface, the ingress
- * qdisc with a matchall filter whose mirred action redirects to the IFB,
- * and cake (ingress mode) at the IFB's root. Only what wgshape made is
- * ever taken away.
+ * Ingress shaping (a client's download, a server's upload from its peers):
+ * an IFB named for the interface, the ingress qdisc with a matchall filter
+ * whose mirred action redirects to the IFB, and at the IFB's root either
+ * cake (ingress mode) or, when peers have upload rates of their own, the
+ * per-peer tree (src/shape/tree-plan.h) matching their source addresses.
+ * Only what wgshape made is ever taken away.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 #include "util/log.h"
 #include "util/text.h"
+#include "shape/tree-sync.h"
 #include "engine.h"
 
 void shape_ifb_name(const char *ifname, char out[IFNAME_SIZE])
@@ -144,10 +147,61 @@ static int ingress_unbreak(struct netlink *nl, const char *ifname, int ifindex, 
 	return redirect_del(nl, ifname, ifindex, theirs);
 }
 
-/* Make what is missing: the IFB (unless ifb_ifindex), cake on it, the redirect. */
+/*
+ * The upload tree's root on the IFB: our HTB (1:, default class 1:2), its
+ * size table counting o's overhead. Kept when it is there (its size table
+ * changed when the overhead did); whatever else is at the root (our cake of
+ * before) is replaced.
+ */
+static int ifb_tree_root(struct netlink *nl, const char *ifname, int ifb_ifindex,
+			 const struct shape_state *st, const struct cake_opts *o)
+{
+	struct qdisc_info root = { 0 };
+	bool htb;
+	uint32_t handle;
+	int r;
+
+	r = netlink_qdisc_root(nl, ifb_ifindex, &root);
+	if (r < 0 && r != -ENOENT)
+		return shape_fail(nl, ifname, OP_CAKE, r, "read the IFB's root qdisc");
+	htb = r == 0 && !strcmp(root.kind, "htb") && root.handle == TREE_HANDLE(0);
+	handle = r == 0 ? root.handle : 0;
+	qdisc_info_clear(&root);
+	if (htb && st->in_tree) {
+		if (o->overhead == st->overhead)
+			return 0;
+		r = netlink_htb_root_set(nl, ifb_ifindex, TREE_HANDLE(0), TREE_DEFAULT_MINOR,
+					 o->overhead, QDISC_CHANGE);
+		return r < 0 ? shape_fail(nl, ifname, OP_CAKE, r, "change the IFB's HTB size table")
+			     : 0;
+	}
+	/* A root of handle 1: would be changed, not replaced: delete it first. */
+	r = handle == TREE_HANDLE(0) ? netlink_qdisc_del_root(nl, ifb_ifindex) : 0;
+	if (r == 0)
+		r = netlink_htb_root_set(nl, ifb_ifindex, TREE_HANDLE(0), TREE_DEFAULT_MINOR,
+					 o->overhead, QDISC_REPLACE);
+	return r < 0 ? shape_fail(nl, ifname, OP_CAKE, r, "add HTB root on the IFB for per-peer upload")
+		     : 0;
+}
+
+/* The IFB's root as asked: the upload tree's HTB, or cake (ours: ours is there to change). */
+static int ifb_root_set(struct netlink *nl, const char *ifname, const char *ifb, int ifb_ifindex,
+			bool ours, bool tree, const struct shape_state *st,
+			const struct cake_opts *o, struct undo *u)
+{
+	if (tree)
+		return ifb_tree_root(nl, ifname, ifb_ifindex, st, o);
+	/* from the tree back to one cake: the HTB is replaced, nothing to change back */
+	if (st->in_tree)
+		return cake_root_set(nl, ifname, ifb, ifb_ifindex, false, o, NULL,
+				     &(struct undo){ 0 });
+	return cake_root_set(nl, ifname, ifb, ifb_ifindex, ours, o, NULL, u);
+}
+
+/* Make what is missing: the IFB (unless ifb_ifindex), its root, the redirect. */
 static int ingress_make(struct netlink *nl, const char *ifname, const struct link_info *link,
-			const char *ifb, int ifb_ifindex, bool keep_qdisc, const struct cake_opts *o,
-			struct undo *u)
+			const char *ifb, int ifb_ifindex, bool keep_qdisc, bool tree,
+			const struct shape_state *st, const struct cake_opts *o, struct undo *u)
 {
 	bool have_ifb = ifb_ifindex != 0;
 	char what[64];
@@ -162,7 +216,8 @@ static int ingress_make(struct netlink *nl, const char *ifname, const struct lin
 			return shape_fail(nl, ifname, OP_IFB, r, what);
 		u->ifb_ifindex = ifb_ifindex;
 	}
-	r = cake_root_set(nl, ifname, ifb, ifb_ifindex, have_ifb, o, NULL, &(struct undo){ 0 });
+	r = ifb_root_set(nl, ifname, ifb, ifb_ifindex, have_ifb, tree, st, o,
+			 &(struct undo){ 0 });
 	if (r == 0) {
 		r = netlink_ingress_redirect_add(nl, link->ifindex, ifb_ifindex, keep_qdisc);
 		if (r < 0)
@@ -177,9 +232,10 @@ static int ingress_make(struct netlink *nl, const char *ifname, const struct lin
 	return 0;
 }
 
+/* The IFB, its root (tree: the upload tree's HTB, else cake as o says) and the redirect. */
 static int ingress_set(struct netlink *nl, const char *ifname, const struct link_info *link,
-		       struct shape_state *st, const char *stale_ifb, const struct cake_opts *o,
-		       struct undo *u)
+		       struct shape_state *st, const char *stale_ifb, bool tree,
+		       const struct cake_opts *o, struct undo *u)
 {
 	char ifb[IFNAME_SIZE];
 	struct link_info ifbl;
@@ -198,9 +254,13 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 			"(remove it first: ip link del %s)", ifname, ifb, ifb);
 		return -EEXIST;
 	}
-	if (st->ingress && present && have_ifb && redirect == ifbl.ifindex)
-		/* All ours and in place: a change on the IFB's cake. */
-		return cake_root_set(nl, ifname, ifb, ifbl.ifindex, true, o, NULL, u);
+	if (st->ingress && present && have_ifb && redirect == ifbl.ifindex) {
+		/* All ours and in place: a change at the IFB's root. */
+		r = ifb_root_set(nl, ifname, ifb, ifbl.ifindex, true, tree, st, o, u);
+		if (r == 0)
+			st->in_tree = tree;
+		return r;
+	}
 	if (present && !st->ingress) {
 		log_err("%s: add ingress qdisc: %s already has one that wgshape did not make "
 			"(remove it first: tc qdisc del dev %s ingress)", ifname, ifname, ifname);
@@ -216,11 +276,12 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 		if (r < 0)
 			return r;
 	}
-	r = ingress_make(nl, ifname, link, ifb, have_ifb ? ifbl.ifindex : 0, present && theirs, o,
-			 u);
+	r = ingress_make(nl, ifname, link, ifb, have_ifb ? ifbl.ifindex : 0, present && theirs,
+			 tree, st, o, u);
 	if (r < 0)
 		return r;
 	st->ingress = true;
+	st->in_tree = tree;
 	snprintf(st->ifb, sizeof(st->ifb), "%s", ifb);
 	return 0;
 }
@@ -236,25 +297,122 @@ int ingress_off(struct netlink *nl, const char *ifname, const struct link_info *
 	if (r < 0)
 		return r;
 	st->ingress = false;
+	st->in_tree = false;
+	st->in_cap = 0;
 	st->ifb[0] = '\0';
 	return 0;
 }
 
+bool shape_upload_wanted(const struct shape_state *st)
+{
+	for (guint i = 0; st->peers && i < st->peers->len; i++)
+		if (g_array_index(st->peers, struct peer_want, i).upload)
+			return true;
+	return false;
+}
+
+int ingress_tree_resync(struct netlink *nl, const struct link_info *link, struct shape_state *st,
+			struct wg_dump *wg)
+{
+	struct tree_input in = { .cap = st->in_cap, .opts = st->tree_opts, .leaf = st->tree_leaf,
+				 .upload = true };
+	struct link_info ifbl;
+	unsigned int changes;
+	int r;
+
+	if (!st->in_tree)
+		return 0;
+	r = netlink_link_get(nl, st->ifb, &ifbl);
+	if (r < 0)
+		return shape_fail(nl, link->name, OP_IFB, r, "read IFB");
+	r = wg_dump_get(nl, link->name, wg);
+	if (r < 0)
+		return r;
+	shape_peers_judge(st->peers, wg);
+	in.wants = st->peers ? (struct peer_want *)(void *)st->peers->data : NULL;
+	in.n_wants = st->peers ? st->peers->len : 0;
+	in.peers = wg->peers;
+	in.n_peers = wg->n;
+	return tree_sync(nl, &ifbl, &in, false, &changes);
+}
+
+/*
+ * The cap of the upload tree: as asked; none when ingress is turned off;
+ * else the tree's, or the rate of our one cake there now.
+ */
+static uint64_t upload_cap(struct netlink *nl, const struct shape_state *st,
+			   const struct shape_request *req, enum dir_action in)
+{
+	struct link_info ifbl;
+	struct qdisc_info root = { 0 };
+	uint64_t cap = 0;
+
+	if (req->ingress == DIR_SET)
+		return req->ingress_rate;
+	if (in == DIR_OFF || !st->ingress)
+		return 0;
+	if (st->in_tree)
+		return st->in_cap;
+	if (netlink_link_get(nl, st->ifb, &ifbl) == 0 &&
+	    netlink_qdisc_root(nl, ifbl.ifindex, &root) == 0 && !strcmp(root.kind, "cake"))
+		cap = root.cake.rate;
+	qdisc_info_clear(&root);
+	return cap;
+}
+
+/*
+ * Peers with upload rates of their own: the IFB's root is the upload tree,
+ * its classes and filters as st's peers say. The tree's cake options are
+ * the egress tree's (st->tree_opts), o on top.
+ */
+static int ingress_tree_set(struct netlink *nl, const char *ifname, const struct link_info *link,
+			    struct shape_state *st, const char *stale_ifb,
+			    const struct shape_request *req, enum dir_action in,
+			    const struct cake_opts *o, struct wg_dump *wg, struct undo *u)
+{
+	uint64_t cap = upload_cap(nl, st, req, in);
+	struct cake_opts opts = st->tree_opts;
+	int r;
+
+	if (strcmp(link->kind, "wireguard") != 0) {
+		log_err("%s: per-peer upload needs a WireGuard interface (this one is %s)", ifname,
+			link->kind[0] ? link->kind : "not");
+		return -EINVAL;
+	}
+	r = ingress_set(nl, ifname, link, st, stale_ifb, true, o, u);
+	if (r < 0)
+		return r;
+	cake_opts_merge(&opts, o);
+	opts.has &= ~(CAKE_HAS_RATE | CAKE_HAS_INGRESS);
+	st->tree_opts = opts;
+	if (req->leaf)
+		st->tree_leaf = req->leaf;
+	st->in_cap = cap;
+	return ingress_tree_resync(nl, link, st, wg);
+}
+
 int ingress_apply(struct netlink *nl, const char *ifname, const struct link_info *link,
 		  struct shape_state *st, const char *stale_ifb, const struct shape_request *req,
-		  enum dir_action in, const struct cake_opts *o, struct undo *u)
+		  enum dir_action in, const struct cake_opts *o, struct wg_dump *wg, struct undo *u)
 {
 	struct cake_opts oi = *o;
+	bool tree = shape_upload_wanted(st);
 
+	if (tree)
+		return ingress_tree_set(nl, ifname, link, st, stale_ifb, req, in, o, wg, u);
 	if (in == DIR_OFF)
 		return ingress_off(nl, ifname, link, st);
-	if (in != DIR_SET)
+	if (in != DIR_SET && st->in_tree && !st->in_cap)
+		/* the last peer's upload is gone, and no rate for them all: nothing left */
+		return ingress_off(nl, ifname, link, st);
+	if (in != DIR_SET && !st->in_tree)
 		return 0;
 	oi.has |= CAKE_HAS_INGRESS;
 	oi.ingress = true;
-	if (req->ingress == DIR_SET) {
-		oi.rate = req->ingress_rate;
+	if (req->ingress == DIR_SET || st->in_tree) {
+		/* the rate asked, or the tree's cap for them all, now one cake's */
+		oi.rate = req->ingress == DIR_SET ? req->ingress_rate : st->in_cap;
 		oi.has |= CAKE_HAS_RATE;
 	}
-	return ingress_set(nl, ifname, link, st, stale_ifb, &oi, u);
+	return ingress_set(nl, ifname, link, st, stale_ifb, false, &oi, u);
 }

@@ -67,15 +67,19 @@ const char *peer_leaf_name(enum peer_leaf leaf);
 /* The leaf named s; PEER_LEAF_UNSET when s is none of them. */
 enum peer_leaf peer_leaf_of(const char *s);
 
-/* One peer's wanted download shaping. */
+/* in a request, a direction it does not name: the peer keeps what it has */
+#define PEER_RATE_KEEP UINT64_MAX
+
+/* One peer's wanted shaping: its download, its upload, or both. */
 struct peer_want {
 	uint8_t key[WG_KEY_LEN];
 	char name[64]; /* the [peer NAME] label; "" when set by hand */
-	uint64_t rate; /* bytes/s */
+	uint64_t rate; /* its download, bytes/s; 0: none (no class in the download tree) */
+	uint64_t upload; /* its upload, bytes/s; 0: none (no class in the upload tree) */
 	struct cake_opts opts; /* its cake's own options (over the interface's) */
 	char options[192]; /* the same as set's words, space-separated (kept in the state) */
 	char source[128]; /* "set", "config FILE:LINE", ... */
-	uint16_t minor; /* its class; 0 until tree_plan gives it one */
+	uint16_t minor; /* its class in either tree; 0 until tree_plan gives it one */
 	uint8_t leaf; /* enum peer_leaf: its own (leaf in its words); UNSET: the interface's */
 	uint8_t activity; /* enum peer_activity, for a lazy leaf (kept in the state) */
 };

@@ -264,21 +264,30 @@ static void list_take(struct peer_list *l, guint i)
 		}
 }
 
-/* Add or update one peer in now (keeping its class), or with rate 0 take it out. */
-static void peer_put(struct peer_list *now, const struct peer_want *w)
+/*
+ * Add or update one peer in now (keeping its class), or with neither a
+ * download nor an upload rate take it out. A direction w leaves at
+ * PEER_RATE_KEEP keeps what the peer has. Does the peer stay?
+ */
+static bool peer_put(struct peer_list *now, const struct peer_want *w)
 {
 	struct peer_want *have = list_find(now, w->key), copy = *w;
 
-	if (!w->rate) {
+	if (copy.rate == PEER_RATE_KEEP)
+		copy.rate = have ? have->rate : 0;
+	if (copy.upload == PEER_RATE_KEEP)
+		copy.upload = have ? have->upload : 0;
+	if (!copy.rate && !copy.upload) {
 		if (have)
 			list_take(now, (guint)(have - (struct peer_want *)(void *)now->peers->data));
-		return;
+		return false;
 	}
 	copy.minor = have ? have->minor : 0;
 	if (have)
 		*have = copy;
 	else
 		list_add(now, &copy);
+	return true;
 }
 
 /*
@@ -314,8 +323,7 @@ void shape_peers_update(struct shape_state *st, const struct shape_request *req)
 						: NULL;
 		struct peer_want w = req->peers[i];
 
-		peer_put(&now, &w);
-		if (old && w.rate) {
+		if (peer_put(&now, &w) && old) {
 			list_find(&now, w.key)->minor = old->minor;
 			list_find(&now, w.key)->activity = old->activity;
 		}
@@ -491,7 +499,7 @@ int shape_peers_activity(struct netlink *nl, const char *statedir, const char *i
 	}
 	for (size_t i = 0; i < n; i++)
 		g_hash_table_insert(by_key, (gpointer)seen[i].key, (gpointer)&seen[i]);
-	for (guint i = 0; st.tree && st.peers && i < st.peers->len; i++) {
+	for (guint i = 0; (st.tree || st.in_tree) && st.peers && i < st.peers->len; i++) {
 		struct peer_want *w = &g_array_index(st.peers, struct peer_want, i);
 		const struct peer_seen *s = g_hash_table_lookup(by_key, w->key);
 		uint8_t now;
@@ -506,6 +514,8 @@ int shape_peers_activity(struct netlink *nl, const char *statedir, const char *i
 	r = 0;
 	if (changed)
 		r = egress_tree_resync(nl, &link, &st, &wg);
+	if (changed && r == 0)
+		r = ingress_tree_resync(nl, &link, &st, &wg);
 	if (r == 0 && changed)
 		r = state_save(statedir, ifname, &st);
 	if (r == 0 && changed)
@@ -571,10 +581,12 @@ static int set_locked(struct netlink *nl, const char *statedir, const char *ifna
 		goto out;
 	shape_peers_update(&st, req);
 	r = overhead_for(nl, ifname, &link, req,
-			 eg == DIR_SET || in == DIR_SET || shape_peers_wanted(&st) || st.tree, &st,
+			 eg == DIR_SET || in == DIR_SET || shape_peers_wanted(&st) || st.tree ||
+				 shape_upload_wanted(&st) || st.in_tree,
+			 &st,
 			 &wg, &o, &warn);
 	if (r == 0)
-		r = ingress_apply(nl, ifname, &link, &st, stale_ifb, req, in, &o, &u_in);
+		r = ingress_apply(nl, ifname, &link, &st, stale_ifb, req, in, &o, &wg, &u_in);
 	if (r < 0)
 		goto out;
 

@@ -101,7 +101,7 @@ struct shape_peer_view {
 	char name[64]; /* "default" for the default class */
 	char key[45]; /* base64; "" for the default class */
 	char source[128];
-	uint64_t rate; /* the download asked for, bytes/s; 0: the default class */
+	uint64_t rate; /* the download (upload tree: upload) asked for, bytes/s; 0: the default class */
 	uint16_t minor;
 	bool present; /* WireGuard has this peer now (always, for the default class) */
 	char **allowed; /* its AllowedIPs ("10.0.0.2/32"), NULL-terminated; NULL if not present */
@@ -118,6 +118,9 @@ struct shape_view {
 	bool tree; /* egress is per peer: the root is wgshape's HTB */
 	uint64_t cap; /* bytes/s, 0: none */
 	GArray *peers; /* struct shape_peer_view, the default class first; NULL if not tree */
+	bool in_tree; /* ingress is per peer: the IFB's root is wgshape's HTB (peers' upload) */
+	uint64_t in_cap; /* bytes/s, 0: none */
+	GArray *upload_peers; /* as peers, of the upload tree; NULL if not in_tree */
 	bool has_state;
 	char source[256];
 	char overhead_reason[192];

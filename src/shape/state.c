@@ -82,9 +82,9 @@ static int gerror_to_errno(GError *err)
  * and goes with a reboot, and a size that does not match (another build)
  * reads as none given.
  */
-static void tree_opts_load(GKeyFile *kf, struct cake_opts *o)
+static void tree_opts_load(GKeyFile *kf, const char *group, struct cake_opts *o)
 {
-	g_autofree char *b64 = g_key_file_get_string(kf, "egress", "tree-options", NULL);
+	g_autofree char *b64 = g_key_file_get_string(kf, group, "tree-options", NULL);
 	g_autofree guchar *raw = NULL;
 	gsize n = 0;
 
@@ -95,11 +95,14 @@ static void tree_opts_load(GKeyFile *kf, struct cake_opts *o)
 		memcpy(o, raw, sizeof(*o));
 }
 
-static void tree_opts_save(GKeyFile *kf, const struct cake_opts *o)
+static void tree_opts_save(GKeyFile *kf, const char *group, const struct cake_opts *o,
+			   uint8_t leaf)
 {
 	g_autofree char *b64 = g_base64_encode((const guchar *)o, sizeof(*o));
 
-	g_key_file_set_string(kf, "egress", "tree-options", b64);
+	g_key_file_set_string(kf, group, "tree-options", b64);
+	if (peer_leaf_name(leaf))
+		g_key_file_set_string(kf, group, "leaf", peer_leaf_name(leaf));
 }
 
 /*
@@ -197,7 +200,7 @@ static int peer_opts(struct peer_want *w)
 	return 0;
 }
 
-/* One [peer KEY] group: its class, rate, options (set's words), name and source. */
+/* One [peer KEY] group: its class, rates, options (set's words), name and source. */
 static int peer_load(GKeyFile *kf, const char *group, struct peer_want *w)
 {
 	g_autofree char *name = NULL, *options = NULL, *source = NULL, *activity = NULL;
@@ -209,10 +212,11 @@ static int peer_load(GKeyFile *kf, const char *group, struct peer_want *w)
 	minor = g_key_file_get_uint64(kf, group, "class", NULL);
 	w->minor = minor <= TREE_PEER_MINOR_LAST ? (uint16_t)minor : 0;
 	w->rate = g_key_file_get_uint64(kf, group, "rate", NULL);
+	w->upload = g_key_file_get_uint64(kf, group, "upload", NULL);
 	name = state_get_string(kf, group, "name");
 	source = state_get_string(kf, group, "source");
 	options = g_key_file_get_string(kf, group, "options", NULL);
-	if (!w->rate)
+	if ((!w->rate && !w->upload) || w->rate == PEER_RATE_KEEP || w->upload == PEER_RATE_KEEP)
 		return -EBADMSG;
 	text_copy(w->name, sizeof(w->name), name);
 	text_copy(w->source, sizeof(w->source), source ? source : "set");
@@ -250,6 +254,8 @@ static void peer_save(GKeyFile *kf, const struct peer_want *w)
 	group = g_strconcat(PEER_GROUP, key, NULL);
 	g_key_file_set_uint64(kf, group, "class", w->minor);
 	g_key_file_set_uint64(kf, group, "rate", w->rate);
+	if (w->upload)
+		g_key_file_set_uint64(kf, group, "upload", w->upload);
 	if (w->name[0])
 		g_key_file_set_string(kf, group, "name", w->name);
 	g_key_file_set_string(kf, group, "source", w->source);
@@ -401,8 +407,12 @@ static int as_parsed(struct shape_state *st)
 		st->orig_handle = 0;
 	}
 	st->tree = st->egress && st->tree;
-	if (!st->tree) {
+	st->in_tree = st->ingress && st->in_tree;
+	if (!st->tree)
 		st->cap = 0;
+	if (!st->in_tree)
+		st->in_cap = 0;
+	if (!st->tree && !st->in_tree) {
 		memset(&st->tree_opts, 0, sizeof(st->tree_opts));
 		st->tree_leaf = PEER_LEAF_UNSET;
 	}
@@ -415,7 +425,7 @@ static int as_parsed(struct shape_state *st)
 	for (guint i = 0; st->peers && i < st->peers->len; i++) {
 		struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
 
-		if (!w->rate || !utf8_ok(w->name) || !utf8_ok(w->source) || !utf8_ok(w->options) ||
+		if ((!w->rate && !w->upload) || !utf8_ok(w->name) || !utf8_ok(w->source) || !utf8_ok(w->options) ||
 		    !g_hash_table_add(keys, w->key) || peer_opts(w) < 0)
 			return -EBADMSG;
 		if (w->minor > TREE_PEER_MINOR_LAST)
@@ -576,12 +586,6 @@ int state_parse(const char *data, size_t len, struct shape_state *out)
 
 	st.tree = st.egress && g_key_file_get_boolean(kf, "egress", "per-peer", NULL);
 	st.cap = st.tree ? g_key_file_get_uint64(kf, "egress", "cap", NULL) : 0;
-	if (st.tree) {
-		tree_opts_load(kf, &st.tree_opts);
-		s = g_key_file_get_string(kf, "egress", "leaf", NULL);
-		st.tree_leaf = s ? (uint8_t)peer_leaf_of(s) : PEER_LEAF_UNSET;
-		g_clear_pointer(&s, g_free);
-	}
 	if (peers_load(kf, &st) < 0) {
 		shape_state_clear(&st);
 		return -EBADMSG;
@@ -595,6 +599,18 @@ int state_parse(const char *data, size_t len, struct shape_state *out)
 			return -EBADMSG;
 		}
 		g_strlcpy(st.ifb, s, sizeof(st.ifb));
+		g_clear_pointer(&s, g_free);
+		st.in_tree = g_key_file_get_boolean(kf, "ingress", "per-peer", NULL);
+		st.in_cap = st.in_tree ? g_key_file_get_uint64(kf, "ingress", "cap", NULL) : 0;
+	}
+	/* both trees' options: with the egress tree, else with the ingress one */
+	if (st.tree || st.in_tree) {
+		const char *group = st.tree ? "egress" : "ingress";
+
+		tree_opts_load(kf, group, &st.tree_opts);
+		s = g_key_file_get_string(kf, group, "leaf", NULL);
+		st.tree_leaf = s ? (uint8_t)peer_leaf_of(s) : PEER_LEAF_UNSET;
+		g_clear_pointer(&s, g_free);
 	}
 	*out = st;
 	return 0;
@@ -623,12 +639,16 @@ static char *state_text(const struct shape_state *st, gsize *len)
 	if (st->egress && st->tree) {
 		g_key_file_set_boolean(kf, "egress", "per-peer", true);
 		g_key_file_set_uint64(kf, "egress", "cap", st->cap);
-		tree_opts_save(kf, &st->tree_opts);
-		if (peer_leaf_name(st->tree_leaf))
-			g_key_file_set_string(kf, "egress", "leaf", peer_leaf_name(st->tree_leaf));
+		tree_opts_save(kf, "egress", &st->tree_opts, st->tree_leaf);
 	}
 	if (st->ingress)
 		g_key_file_set_string(kf, "ingress", "ifb", st->ifb);
+	if (st->ingress && st->in_tree) {
+		g_key_file_set_boolean(kf, "ingress", "per-peer", true);
+		g_key_file_set_uint64(kf, "ingress", "cap", st->in_cap);
+		if (!(st->egress && st->tree))
+			tree_opts_save(kf, "ingress", &st->tree_opts, st->tree_leaf);
+	}
 	peers_save(kf, st);
 	return g_key_file_to_data(kf, len, NULL);
 }
@@ -662,7 +682,7 @@ static void part_free(gpointer p)
 /* Does part's text show w as it is now? */
 static bool part_same(const struct peer_part *part, const struct peer_want *w)
 {
-	return part->w.minor == w->minor && part->w.rate == w->rate &&
+	return part->w.minor == w->minor && part->w.rate == w->rate && part->w.upload == w->upload &&
 	       part->w.activity == w->activity && !strcmp(part->w.name, w->name) &&
 	       !strcmp(part->w.source, w->source) && !strcmp(part->w.options, w->options);
 }

@@ -24,13 +24,16 @@ struct shape_state {
 	size_t orig_options_len;
 	bool ingress; /* our ingress qdisc + redirect + IFB */
 	char ifb[16];
+	bool in_tree; /* ingress is per-peer: our HTB tree is the IFB's root (peers' upload) */
+	uint64_t in_cap; /* in_tree only: the ingress rate for all peers together, bytes/s; 0: none */
 	char overhead_reason[192]; /* why the overhead is what it is, for show */
 	int overhead; /* the overhead sent, so a hand-set one can be sent again */
 	char source[256]; /* who asked: "set", "config", ... (for show, and what apply may undo) */
 	bool tree; /* egress is per-peer: our HTB tree is the root (src/shape/tree-plan.h) */
 	uint64_t cap; /* tree only: the egress rate for all peers together, bytes/s; 0: none */
-	struct cake_opts tree_opts; /* tree only: the options every cake of it starts from */
-	uint8_t tree_leaf; /* tree only: enum peer_leaf, the leaf of peers that say none */
+	/* tree or in_tree: the options every cake of either tree starts from */
+	struct cake_opts tree_opts;
+	uint8_t tree_leaf; /* tree or in_tree: enum peer_leaf, the leaf of peers that say none */
 	GArray *peers; /* struct peer_want: peers shaped on their own, with their class; or NULL */
 };
 

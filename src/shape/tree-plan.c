@@ -15,7 +15,8 @@
 #include "shape/tree-plan.h"
 #include "util/hash.h"
 
-/* cake's flow isolation values (linux/pkt_sched.h, CAKE_FLOW_DUAL_DST) */
+/* cake's flow isolation values (linux/pkt_sched.h, CAKE_FLOW_DUAL_SRC and _DST) */
+#define FLOW_MODE_DUAL_SRC 5u
 #define FLOW_MODE_DUAL_DST 6u
 
 void tree_plan_init(struct tree_plan *p)
@@ -148,7 +149,18 @@ static const char *want_label(const struct peer_want *w, char *buf, size_t len)
 	return buf;
 }
 
-/* For each of in's peers, the first want with its key, or NULL (g_free the array). */
+/* The rate w wants in this tree's direction; 0: no class here. */
+static uint64_t want_rate(const struct tree_input *in, const struct peer_want *w)
+{
+	uint64_t r = in->upload ? w->upload : w->rate;
+
+	return r == PEER_RATE_KEEP ? 0 : r;
+}
+
+/*
+ * For each of in's peers, the first want with its key if it has a rate in
+ * this direction, or NULL (g_free the array).
+ */
 static struct peer_want **wants_of_peers(const struct tree_input *in)
 {
 	g_autoptr(GHashTable) wants = index_keys(in->wants, in->n_wants, sizeof(*in->wants));
@@ -157,7 +169,7 @@ static struct peer_want **wants_of_peers(const struct tree_input *in)
 	for (size_t i = 0; i < in->n_peers; i++) {
 		size_t w = index_find(wants, in->peers[i].key);
 
-		of[i] = w ? &in->wants[w - 1] : NULL;
+		of[i] = w && want_rate(in, &in->wants[w - 1]) ? &in->wants[w - 1] : NULL;
 	}
 	return of;
 }
@@ -198,7 +210,7 @@ static void plan_filters(const struct tree_input *in, struct tree_plan *out)
 	for (guint i = 0; i < spans->len; i++) {
 		const struct span *s = &g_array_index(spans, struct span, i);
 		const struct peer_want *w = want_of[s->peer];
-		struct tree_filter f = { .dst = *s->p };
+		struct tree_filter f = { .match = *s->p };
 
 		if (!w)
 			continue;
@@ -220,7 +232,11 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* The leaf's cake: the interface's options, then the peer's own; unlimited (HTB shapes). */
+/*
+ * The leaf's cake: the interface's options, then the peer's own; unlimited
+ * (HTB shapes); in ingress mode in the upload tree (it counts what it drops
+ * as sent: the packets came over the line already).
+ */
 static struct cake_opts leaf_opts(const struct tree_input *in, const struct cake_opts *own)
 {
 	struct cake_opts o = in->opts;
@@ -230,7 +246,9 @@ static struct cake_opts leaf_opts(const struct tree_input *in, const struct cake
 	o.rate = 0;
 	o.has |= CAKE_HAS_RATE;
 	o.has &= ~CAKE_HAS_INGRESS;
-	o.ingress = false;
+	o.ingress = in->upload;
+	if (in->upload)
+		o.has |= CAKE_HAS_INGRESS;
 	return o;
 }
 
@@ -286,7 +304,8 @@ static void plan_classes(const struct tree_input *in, struct tree_plan *out)
 	def.ceil = cap;
 	def.cake = leaf_opts(in, NULL);
 	if (!(def.cake.has & CAKE_HAS_FLOW_MODE)) {
-		def.cake.flow_mode = FLOW_MODE_DUAL_DST;
+		/* fair per client: by destination going to them, by source from them */
+		def.cake.flow_mode = in->upload ? FLOW_MODE_DUAL_SRC : FLOW_MODE_DUAL_DST;
 		def.cake.has |= CAKE_HAS_FLOW_MODE;
 	}
 	first = out->classes->len + 1;
@@ -295,9 +314,9 @@ static void plan_classes(const struct tree_input *in, struct tree_plan *out)
 	for (size_t i = 0; i < in->n_wants; i++) {
 		struct tree_class c = { .minor = in->wants[i].minor, .leaf = true, .want = (int)i };
 
-		if (!index_find(peers, in->wants[i].key))
-			continue; /* not on the interface now */
-		c.rate = min_u64(in->wants[i].rate, cap);
+		if (!index_find(peers, in->wants[i].key) || !want_rate(in, &in->wants[i]))
+			continue; /* not on the interface now, or not shaped this way */
+		c.rate = min_u64(want_rate(in, &in->wants[i]), cap);
 		c.ceil = c.rate;
 		c.cake = leaf_opts(in, &in->wants[i].opts);
 		plan_leaf(in, &in->wants[i], &c);
@@ -325,6 +344,7 @@ int tree_plan(struct tree_input *in, struct tree_plan *out)
 	r = assign_minors(in->wants, in->n_wants);
 	if (r < 0)
 		return r;
+	out->upload = in->upload;
 	plan_classes(in, out);
 	plan_filters(in, out);
 	return 0;
@@ -428,20 +448,24 @@ static bool planned_class(const struct diff_index *x, uint32_t classid)
 	return ours(classid) && x->planned[classid & 0xffff];
 }
 
-/* A filter as a hash table key: its destination (only the family's bytes) and class. */
+/*
+ * A filter as a hash table key: its address (only the family's bytes), which
+ * end of the packet it matches, and its class.
+ */
 struct filter_key {
-	uint32_t family, prefixlen, classid;
+	uint32_t family, prefixlen, classid, src;
 	uint8_t addr[16];
 };
 
-static struct filter_key *filter_key(const struct tc_prefix *dst, uint32_t classid)
+static struct filter_key *filter_key(const struct tc_prefix *match, bool src, uint32_t classid)
 {
 	struct filter_key *k = g_new0(struct filter_key, 1);
 
-	k->family = (uint32_t)dst->family;
-	k->prefixlen = dst->prefixlen;
+	k->family = (uint32_t)match->family;
+	k->prefixlen = match->prefixlen;
 	k->classid = classid;
-	memcpy(k->addr, dst->addr, prefix_bytes(dst));
+	k->src = src;
+	memcpy(k->addr, match->addr, prefix_bytes(match));
 	return k;
 }
 
@@ -467,10 +491,11 @@ static void diff_filters(const struct tree_plan *p, const struct tree_kernel *k,
 	for (guint i = 0; i < p->filters->len; i++) {
 		const struct tree_filter *f = &g_array_index(p->filters, struct tree_filter, i);
 
-		g_hash_table_add(planned, filter_key(&f->dst, TREE_HANDLE(f->minor)));
+		g_hash_table_add(planned, filter_key(&f->match, p->upload, TREE_HANDLE(f->minor)));
 	}
 	for (size_t i = 0; i < k->n_filters; i++) {
-		struct filter_key *key = filter_key(&k->filters[i].dst, k->filters[i].classid);
+		struct filter_key *key = filter_key(&k->filters[i].match, k->filters[i].src,
+						    k->filters[i].classid);
 		struct tree_op op = { .kind = TREE_FILTER_DEL, .filter = k->filters[i] };
 
 		if (g_hash_table_contains(planned, key) && !g_hash_table_contains(have, key)) {
@@ -482,14 +507,16 @@ static void diff_filters(const struct tree_plan *p, const struct tree_kernel *k,
 	}
 	for (guint i = 0; i < p->filters->len; i++) {
 		const struct tree_filter *f = &g_array_index(p->filters, struct tree_filter, i);
-		g_autofree struct filter_key *key = filter_key(&f->dst, TREE_HANDLE(f->minor));
+		g_autofree struct filter_key *key = filter_key(&f->match, p->upload,
+							       TREE_HANDLE(f->minor));
 		struct tree_op op = { .kind = TREE_FILTER_ADD, .minor = f->minor };
 
 		if (g_hash_table_contains(have, key))
 			continue;
 		op.filter.parent = TREE_HANDLE(0);
-		op.filter.prio = f->dst.family == AF_INET ? TREE_PRIO_V4 : TREE_PRIO_V6;
-		op.filter.dst = f->dst;
+		op.filter.prio = f->match.family == AF_INET ? TREE_PRIO_V4 : TREE_PRIO_V6;
+		op.filter.match = f->match;
+		op.filter.src = p->upload;
 		op.filter.classid = TREE_HANDLE(f->minor);
 		g_array_append_val(adds, op);
 	}

@@ -15,8 +15,12 @@
  *               cake, or fq_codel (leaf = fq_codel, or lazy while idle)
  *   flower filters on 1: send a destination in a peer's AllowedIPs to its
  *   class (IPv4 at prio 1, IPv6 at prio 2); anything else goes to 1:2.
+ * The upload tree on the interface's IFB (fed from its ingress) is the same
+ * with each peer's upload rate, filters matching the source address, and
+ * every cake in ingress mode; the cap there is the interface's ingress rate.
  * A peer keeps its minor id while it is shaped (the state file remembers
- * it), so a rate change is a change of its class in place.
+ * it), the same in both trees, so a rate change is a change of its class in
+ * place. A peer shaped one way only has no class in the other tree.
  */
 #ifndef WGSHAPE_SHAPE_TREE_PLAN_H
 #define WGSHAPE_SHAPE_TREE_PLAN_H
@@ -36,6 +40,7 @@ struct tree_input {
 	uint64_t cap; /* the interface's egress rate, bytes/s; 0: none */
 	struct cake_opts opts; /* the interface's cake options (every leaf starts from them) */
 	uint8_t leaf; /* enum peer_leaf for peers that say none; UNSET: lazy */
+	bool upload; /* the upload tree: wants' upload, by source address, cake ingress */
 };
 
 /* The qdisc under a class. */
@@ -60,11 +65,12 @@ struct tree_class {
 };
 
 struct tree_filter {
-	struct tc_prefix dst;
+	struct tc_prefix match; /* the destination, or in the upload tree the source */
 	uint16_t minor;
 };
 
 struct tree_plan {
+	bool upload; /* the upload tree (tree_input's) */
 	GArray *classes; /* struct tree_class; the cap class first, then the default */
 	GArray *filters; /* struct tree_filter */
 	GPtrArray *warnings; /* char *: overlapping or catch-all AllowedIPs, ... */

@@ -59,7 +59,7 @@ static int op_run(struct netlink *nl, int ifindex, const struct tree_op *op)
 	switch (op->kind) {
 	case TREE_FILTER_DEL:
 		return netlink_filter_del(nl, ifindex, op->filter.parent, op->filter.prio,
-					  op->filter.dst.family, op->filter.handle);
+					  op->filter.match.family, op->filter.handle);
 	case TREE_CLASS_ADD:
 		return netlink_htb_class_set(nl, ifindex, id, parent, op->rate, op->ceil, QDISC_ADD);
 	case TREE_CLASS_CHANGE:
@@ -75,7 +75,7 @@ static int op_run(struct netlink *nl, int ifindex, const struct tree_op *op)
 					   QDISC_CHANGE);
 	case TREE_FILTER_ADD:
 		return netlink_flower_add(nl, ifindex, op->filter.parent, op->filter.prio, 0,
-					  &op->filter.dst, op->filter.classid);
+					  &op->filter.match, op->filter.src, op->filter.classid);
 	case TREE_CLASS_DEL:
 		return netlink_class_del(nl, ifindex, id);
 	}
@@ -107,7 +107,7 @@ static int ops_run(struct netlink *nl, const struct link_info *link, GArray *ops
 			r = 0; /* gone already */
 		if (r < 0) {
 			if (op->kind == TREE_FILTER_ADD || op->kind == TREE_FILTER_DEL)
-				tc_prefix_str(&op->filter.dst, pfx, sizeof(pfx));
+				tc_prefix_str(&op->filter.match, pfx, sizeof(pfx));
 			log_err("%s: %s 1:%x%s%s: %s", link->name, op_name(op->kind), op->minor,
 				*pfx ? " for " : "", pfx,
 				*netlink_ext_msg(nl) ? netlink_ext_msg(nl) : strerror(-r));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * What `show` gives: everything read back from the kernel (egress's root,
- * the per-peer tree, the IFB's cake), with the state file saying which of
+ * the per-peer tree, the IFB's cake or per-peer upload tree), with the state file saying which of
  * it is wgshape's.
  */
 #include <errno.h>
@@ -38,24 +38,44 @@ static void view_allowed(const struct wg_peer *p, struct shape_peer_view *v)
 		v->allowed[i] = g_strdup(tc_prefix_str(&p->allowed[i], pfx, sizeof(pfx)));
 }
 
-/* The tree as show gives it, appended to out: the default class, then each peer wanted. */
-static int view_tree(struct netlink *nl, const struct link_info *link,
-		     const struct shape_state *st, GArray *out)
+/*
+ * A tree as show gives it, appended to out: the default class, then each
+ * peer wanted in that direction. The download tree is on link; the upload
+ * tree (upload) on the IFB named ifb, with link's WireGuard peers.
+ */
+static int view_tree(struct netlink *nl, const struct link_info *link, const char *ifb,
+		     bool upload, const struct shape_state *st, GArray *out)
 {
 	struct tree_kernel_read k = { 0 };
 	struct shape_peer_view def = { .name = "default", .minor = TREE_DEFAULT_MINOR,
 				       .present = true };
-	int r;
+	struct link_info ifbl;
+	int r = 0;
 
-	r = tree_kernel_read(nl, link, &k);
-	if (r < 0)
+	if (upload) {
+		r = netlink_link_get(nl, ifb, &ifbl);
+		if (r == 0)
+			r = netlink_wg_peers(nl, link->name, &k.peers, &k.n_peers);
+		if (r < 0)
+			return r;
+		k.peers_given = true;
+	}
+	r = tree_kernel_read(nl, upload ? &ifbl : link, &k);
+	if (r < 0) {
+		if (upload)
+			wg_peers_free(k.peers, k.n_peers);
 		return r;
+	}
 	view_class(&k, &def);
 	g_array_append_val(out, def);
 	for (guint i = 0; st->peers && i < st->peers->len; i++) {
 		const struct peer_want *w = &g_array_index(st->peers, struct peer_want, i);
-		struct shape_peer_view v = { .rate = w->rate, .minor = w->minor };
+		struct shape_peer_view v = { .rate = upload ? w->upload : w->rate,
+					     .minor = w->minor };
 		enum peer_leaf leaf = tree_leaf_of(w, st->tree_leaf);
+
+		if (!v.rate)
+			continue; /* not shaped this way */
 
 		v.leaf_setting = (uint8_t)leaf;
 		v.leaf_active = w->activity == PEER_ACTIVE;
@@ -72,21 +92,30 @@ static int view_tree(struct netlink *nl, const struct link_info *link,
 			view_class(&k, &v);
 		g_array_append_val(out, v);
 	}
+	if (upload)
+		wg_peers_free(k.peers, k.n_peers);
 	tree_kernel_clear(&k);
 	return 0;
+}
+
+static void peer_views_free(GArray *peers)
+{
+	for (guint i = 0; peers && i < peers->len; i++) {
+		qdisc_info_clear(&g_array_index(peers, struct shape_peer_view, i).leaf);
+		g_strfreev(g_array_index(peers, struct shape_peer_view, i).allowed);
+	}
+	if (peers)
+		g_array_free(peers, true);
 }
 
 void shape_view_clear(struct shape_view *v)
 {
 	qdisc_info_clear(&v->egress.qdisc);
 	qdisc_info_clear(&v->ingress.qdisc);
-	for (guint i = 0; v->peers && i < v->peers->len; i++) {
-		qdisc_info_clear(&g_array_index(v->peers, struct shape_peer_view, i).leaf);
-		g_strfreev(g_array_index(v->peers, struct shape_peer_view, i).allowed);
-	}
-	if (v->peers)
-		g_array_free(v->peers, true);
+	peer_views_free(v->peers);
+	peer_views_free(v->upload_peers);
 	v->peers = NULL;
+	v->upload_peers = NULL;
 }
 
 static int view_egress(struct netlink *nl, const char *ifname, const struct shape_state *st,
@@ -106,7 +135,7 @@ static int view_egress(struct netlink *nl, const char *ifname, const struct shap
 	v->cap = st->cap;
 	v->egress.shaped = v->egress.managed = true;
 	v->peers = g_array_new(false, true, sizeof(struct shape_peer_view));
-	r = view_tree(nl, &v->link, st, v->peers);
+	r = view_tree(nl, &v->link, NULL, false, st, v->peers);
 	return r < 0 ? shape_fail(nl, ifname, OP_CAKE, r, "read per-peer classes") : 0;
 }
 
@@ -129,7 +158,15 @@ static int view_ingress(struct netlink *nl, const char *ifname, const struct sha
 		return shape_fail(nl, ifname, OP_CAKE, r, "read IFB root qdisc");
 	v->ingress.shaped = r == 0 && !strcmp(v->ingress.qdisc.kind, "cake");
 	v->ingress.managed = v->ingress.shaped && st->ingress && !strcmp(st->ifb, ifbl.name);
-	return 0;
+	if (!(st->in_tree && r == 0 && !strcmp(v->ingress.qdisc.kind, "htb") &&
+	      !strcmp(st->ifb, ifbl.name)))
+		return 0;
+	v->in_tree = true;
+	v->in_cap = st->in_cap;
+	v->ingress.shaped = v->ingress.managed = true;
+	v->upload_peers = g_array_new(false, true, sizeof(struct shape_peer_view));
+	r = view_tree(nl, &v->link, ifbl.name, true, st, v->upload_peers);
+	return r < 0 ? shape_fail(nl, ifname, OP_CAKE, r, "read per-peer upload classes") : 0;
 }
 
 int shape_view(struct netlink *nl, const char *statedir, const char *ifname,
