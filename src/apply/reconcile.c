@@ -256,14 +256,16 @@ static void adapted_merge(const struct reconciler *rc, const char *ifname, GArra
 {
 	for (guint i = 0; rc->peer_adapted && i < peers->len; i++) {
 		struct peer_want *w = &g_array_index(peers, struct peer_want, i);
-		uint64_t rate;
+		uint64_t rate, up;
 
 		if (!strcmp(w->source, SOURCE_LEASE))
 			continue;
-		rate = rc->peer_adapted(rc->peer_ud, ifname, w->key);
-		if (!rate)
+		rate = rc->peer_adapted(rc->peer_ud, ifname, w->key, false);
+		up = w->upload ? rc->peer_adapted(rc->peer_ud, ifname, w->key, true) : 0;
+		if (!rate && !up)
 			continue;
-		w->rate = rate;
+		w->rate = rate ? rate : w->rate;
+		w->upload = up ? up : w->upload;
 		g_strlcpy(w->source, PEER_SOURCE_ADAPT, sizeof(w->source));
 	}
 }

@@ -32,11 +32,11 @@ struct reconciler {
 			struct adapted_rates *out);
 	void *ud;
 	/*
-	 * The download rate the server's own adaptation set for the peer key
-	 * on ifname now ([peer] adapt = yes), which wins over its [peer]
-	 * download; 0: none. NULL: nothing adapts peers.
+	 * The download (upload) rate the server's own adaptation set for the
+	 * peer key on ifname now ([peer] adapt = yes), which wins over its
+	 * [peer] download (upload); 0: none. NULL: nothing adapts peers.
 	 */
-	uint64_t (*peer_adapted)(void *ud, const char *ifname, const uint8_t *key);
+	uint64_t (*peer_adapted)(void *ud, const char *ifname, const uint8_t *key, bool upload);
 	void *peer_ud;
 };
 

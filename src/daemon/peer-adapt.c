@@ -2,11 +2,15 @@
 /*
  * The server follows a peer's line alone ([peer NAME] adapt = yes): for a
  * client that runs nothing but WireGuard (a phone), the daemon times ICMP
- * echoes to the peer's address inside the tunnel while its class carries
- * traffic, and runs the client's control law (adapt/controller.h) on their
- * round trips and the class's own byte counter. A new rate is one change of
- * the peer's class in place (shape_peer_rate), and the reconciler keeps it
- * (peer_adapt_reconciler), so enforcing the configuration does not undo it.
+ * echoes to the peer's address inside the tunnel while its classes carry
+ * traffic, and runs the client's control law (adapt/controller.h) for each
+ * direction on their round trips and that direction's class's own byte
+ * counter: the download's on the interface, the upload's (when the peer has
+ * upload =) on its IFB. A round trip holds both directions' queues; a
+ * direction whose class is idle is not cut for it. A new rate is one change
+ * of the peer's class in place (shape_peer_rate, shape_peer_upload_rate),
+ * and the reconciler keeps it (peer_adapt_reconciler), so enforcing the
+ * configuration does not undo it.
  *
  * One socket per address family, one timer and one table serve every
  * adapting peer; an answer finds its peer by its sequence number. While a
@@ -35,6 +39,22 @@
 #define IDLE_AFTER_US 1000000 /* no traffic this long: idle */
 #define SENT_KEPT 1024 /* probes remembered, by seq % SENT_KEPT */
 
+enum { PA_DOWN, PA_UP };
+static const char *const pa_dir_names[] = { "download", "upload" };
+
+/* One direction of an adapting peer: its class's controller and counter. */
+struct pdir {
+	bool on; /* adapted: the download always, the upload when the peer has upload = */
+	uint64_t min, base, max; /* as its [peer] section says */
+	struct adapt_ctl ctl;
+	uint64_t bytes; /* its class's, as last read */
+	gint64 bytes_us; /* when */
+	uint64_t sample_bytes; /* ... at the last sample */
+	bool have_bytes, have_sample;
+	gint64 loaded_at_us; /* the last look that found traffic */
+	uint64_t rate; /* what it set; 0: none (the configured rate) */
+};
+
 /* One adapting peer on one interface. */
 struct padapt {
 	unsigned int id;
@@ -44,16 +64,9 @@ struct padapt {
 	int family;
 	uint8_t addr[16];
 	char addr_text[INET6_ADDRSTRLEN];
-	uint64_t min, base, max; /* as its [peer] section says */
-	struct adapt_ctl ctl;
-	uint64_t bytes; /* its class's, as last read */
-	gint64 bytes_us; /* when */
-	uint64_t sample_bytes; /* ... at the last sample */
-	bool have_bytes, have_sample;
-	gint64 loaded_at_us; /* the last look that found traffic */
+	struct pdir dir[2]; /* PA_DOWN, PA_UP */
 	bool aside; /* its client's lease decides (said once) */
 	bool lost_said;
-	uint64_t rate; /* what it set; 0: none (the configured rate) */
 	/* from the kept state, looked at once a second (a stat each): its class, a lease */
 	uint16_t minor;
 	bool leased;
@@ -142,55 +155,64 @@ static struct adapt_ping *pinger(struct daemon *d, int family)
 	return pa->ping[i];
 }
 
-/* The rate p's controller chose: its class changed in place. */
-static void apply(struct daemon *d, struct padapt *p, enum adapt_why why)
+/* The rate the controller of p's direction i chose: its class changed in place. */
+static void apply(struct daemon *d, struct padapt *p, int i, enum adapt_why why)
 {
+	struct pdir *x = &p->dir[i];
 	char b[UNITS_BUFSZ];
 	int r;
 
-	if (p->ctl.rate == p->rate)
+	if (x->ctl.rate == x->rate)
 		return;
-	r = shape_peer_rate(d->nl, d->opts->statedir, p->ifname, p->key, p->ctl.rate,
-			    PEER_SOURCE_ADAPT);
-	format_rate(b, sizeof(b), p->ctl.rate);
+	r = (i == PA_UP ? shape_peer_upload_rate : shape_peer_rate)(
+		d->nl, d->opts->statedir, p->ifname, p->key, x->ctl.rate, PEER_SOURCE_ADAPT);
+	format_rate(b, sizeof(b), x->ctl.rate);
 	if (r == 1) {
 		/* not one class change (the tree is being remade): the reconciler asks us */
 		daemon_schedule(d, p->ifname, 0);
 	} else if (r < 0) {
-		log_err("%s: peer %s: adapt: download %s: %s", p->ifname, p->name, b, strerror(-r));
+		log_err("%s: peer %s: adapt: %s %s: %s", p->ifname, p->name, pa_dir_names[i], b,
+			strerror(-r));
 		return;
 	}
-	p->rate = p->ctl.rate;
+	x->rate = x->ctl.rate;
 	/* debug, as a client's adapter's: several a second under load, per peer */
-	log_debug("%s: peer %s: adapt: download %s (%s, %.1f ms over the least round trip)",
-		 p->ifname, p->name, b, adapt_why_name(why), (double)adapt_added_us(&p->ctl) / 1000);
+	log_debug("%s: peer %s: adapt: %s %s (%s, %.1f ms over the least round trip)", p->ifname,
+		  p->name, pa_dir_names[i], b, adapt_why_name(why),
+		  (double)adapt_added_us(&x->ctl) / 1000);
 }
 
 static void on_answer(struct daemon *d, struct padapt *p, gint64 sent_us, gint64 now_us)
 {
-	struct adapt_sample s = {
-		.now_us = (uint64_t)now_us,
-		/* a round trip holds the download's queue whole (the phone's upload is not ours) */
-		.delay_us = now_us - sent_us,
-		.rtt_us = (uint32_t)CLAMP(now_us - sent_us, 0, 10000000),
-	};
-	enum adapt_why why;
-
-	if (p->aside || !p->have_bytes)
+	if (p->aside)
 		return;
 	if (p->lost_said) {
 		log_info("%s: peer %s: adapt: %s answers again", p->ifname, p->name, p->addr_text);
 		p->lost_said = false;
 	}
-	s.sent = p->have_sample && p->bytes >= p->sample_bytes ? p->bytes - p->sample_bytes : 0;
-	p->sample_bytes = p->bytes;
-	if (!p->have_sample) {
-		p->have_sample = true;
-		return; /* the first: nothing to compare with */
+	for (int i = PA_DOWN; i <= PA_UP; i++) {
+		struct pdir *x = &p->dir[i];
+		struct adapt_sample s = {
+			.now_us = (uint64_t)now_us,
+			/* a round trip holds both directions' queues whole */
+			.delay_us = now_us - sent_us,
+			.rtt_us = (uint32_t)CLAMP(now_us - sent_us, 0, 10000000),
+		};
+		enum adapt_why why;
+
+		if (!x->on || !x->have_bytes)
+			continue;
+		s.sent = x->have_sample && x->bytes >= x->sample_bytes ? x->bytes - x->sample_bytes
+									  : 0;
+		x->sample_bytes = x->bytes;
+		if (!x->have_sample) {
+			x->have_sample = true;
+			continue; /* the first: nothing to compare with */
+		}
+		why = adapt_sample(&x->ctl, &s);
+		if (why != ADAPT_NONE)
+			apply(d, p, i, why);
 	}
-	why = adapt_sample(&p->ctl, &s);
-	if (why != ADAPT_NONE)
-		apply(d, p, why);
 }
 
 #define LOOK_EVERY_US 1000000
@@ -211,15 +233,28 @@ static void look_up(struct daemon *d, struct padapt *p, gint64 now)
 	p->leased = w && !strcmp(w->source, PEER_SOURCE_LEASE);
 }
 
-/* ifname's HTB classes by classid (one dump), or NULL when it has no tree of ours. */
-static GHashTable *classes_of(struct daemon *d, const char *ifname, struct tc_class_info **cls)
+/*
+ * ifname's HTB classes by classid (one dump), or its IFB's (upload), or NULL
+ * when it has no such tree of ours.
+ */
+static GHashTable *classes_of(struct daemon *d, const char *ifname, bool upload,
+			      struct tc_class_info **cls)
 {
 	const struct shape_state *st = state_peek(d->opts->statedir, ifname);
+	struct link_info ifb;
 	GHashTable *by_id;
 	size_t n = 0;
+	int ifindex;
 
 	*cls = NULL;
-	if (!st || !st->tree || netlink_class_list(d->nl, st->ifindex, cls, &n) < 0)
+	if (!st || !(upload ? st->in_tree : st->tree))
+		return NULL;
+	ifindex = st->ifindex;
+	if (upload && netlink_link_get(d->nl, st->ifb, &ifb) < 0)
+		return NULL;
+	if (upload)
+		ifindex = ifb.ifindex;
+	if (netlink_class_list(d->nl, ifindex, cls, &n) < 0)
 		return NULL;
 	by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
 	for (size_t k = 0; k < n; k++)
@@ -228,13 +263,38 @@ static GHashTable *classes_of(struct daemon *d, const char *ifname, struct tc_cl
 	return by_id;
 }
 
-/* Each adapting peer's counter, from one dump of its interface's classes a tick. */
+/* One direction's counter from its class (NULL: none), and whether it carries traffic. */
+static void count(struct pdir *x, const struct tc_class_info *c, gint64 now)
+{
+	uint64_t was = x->bytes;
+	gint64 was_us = x->bytes_us;
+	bool had = x->have_bytes;
+
+	x->have_bytes = c != NULL;
+	if (c) {
+		x->bytes = c->bytes;
+		x->bytes_us = now;
+	}
+	/* traffic: a tenth of its rate since the last look */
+	if (had && x->have_bytes && x->bytes >= was && now > was_us &&
+	    (double)(x->bytes - was) * G_USEC_PER_SEC / (double)(now - was_us) >=
+		    x->ctl.p.idle_frac * (double)x->ctl.rate)
+		x->loaded_at_us = now;
+}
+
+/*
+ * Each adapting peer's counters, from one dump a tick of its interface's
+ * classes, and of its IFB's when a peer there adapts its upload.
+ */
 static void read_counters(struct daemon *d, gint64 now)
 {
 	struct peer_adapters *pa = d->padapt;
-	/* ifname -> its classes by classid (an empty table: none to read) */
-	g_autoptr(GHashTable) ifaces = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
-							      (GDestroyNotify)g_hash_table_unref);
+	/* ifname -> its classes by classid (an empty table: none to read), a table a direction */
+	g_autoptr(GHashTable) down = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+							    (GDestroyNotify)g_hash_table_unref);
+	g_autoptr(GHashTable) up = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+							  (GDestroyNotify)g_hash_table_unref);
+	GHashTable *ifaces[2] = { down, up };
 	g_autoptr(GPtrArray) dumps = g_ptr_array_new_with_free_func(free);
 	GHashTableIter it;
 	gpointer val;
@@ -242,34 +302,28 @@ static void read_counters(struct daemon *d, gint64 now)
 	g_hash_table_iter_init(&it, pa->peers);
 	while (g_hash_table_iter_next(&it, NULL, &val)) {
 		struct padapt *p = val;
-		GHashTable *by_id = g_hash_table_lookup(ifaces, p->ifname);
-		const struct tc_class_info *c = NULL;
-		uint64_t was = p->bytes;
-		gint64 was_us = p->bytes_us;
-		bool had = p->have_bytes;
 
-		if (!by_id) {
-			struct tc_class_info *cls;
-
-			by_id = classes_of(d, p->ifname, &cls);
-			if (!by_id)
-				by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
-			g_ptr_array_add(dumps, cls);
-			g_hash_table_insert(ifaces, p->ifname, by_id);
-		}
 		look_up(d, p, now);
-		if (p->minor)
-			c = g_hash_table_lookup(by_id, GUINT_TO_POINTER(TREE_HANDLE(p->minor)));
-		p->have_bytes = c != NULL;
-		if (c) {
-			p->bytes = c->bytes;
-			p->bytes_us = now;
+		for (int i = PA_DOWN; i <= PA_UP; i++) {
+			GHashTable *by_id = g_hash_table_lookup(ifaces[i], p->ifname);
+			const struct tc_class_info *c = NULL;
+
+			if (!p->dir[i].on)
+				continue;
+			if (!by_id) {
+				struct tc_class_info *cls;
+
+				by_id = classes_of(d, p->ifname, i == PA_UP, &cls);
+				if (!by_id)
+					by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
+				g_ptr_array_add(dumps, cls);
+				g_hash_table_insert(ifaces[i], p->ifname, by_id);
+			}
+			if (p->minor)
+				c = g_hash_table_lookup(by_id,
+							GUINT_TO_POINTER(TREE_HANDLE(p->minor)));
+			count(&p->dir[i], c, now);
 		}
-		/* traffic: a tenth of its rate since the last look */
-		if (had && p->have_bytes && p->bytes >= was && now > was_us &&
-		    (double)(p->bytes - was) * G_USEC_PER_SEC / (double)(now - was_us) >=
-			    p->ctl.p.idle_frac * (double)p->ctl.rate)
-			p->loaded_at_us = now;
 	}
 }
 
@@ -288,40 +342,52 @@ static gboolean on_tick(gpointer data)
 	g_hash_table_iter_init(&it, pa->peers);
 	while (g_hash_table_iter_next(&it, NULL, &val)) {
 		struct padapt *p = val;
-		bool loaded = p->loaded_at_us && now - p->loaded_at_us < IDLE_AFTER_US;
+		bool loaded = false;
 		struct adapt_ping *ping;
-		enum adapt_why why;
 
 		look_up(d, p, now);
 		if (p->leased != p->aside) {
-			struct adapt_params prm = p->ctl.p;
-
 			p->aside = !p->aside;
 			log_info("%s: peer %s: %s", p->ifname, p->name,
-				 p->aside ? "its own wgshape adapts its download (a client lease): "
-					    "the server's adaptation stands aside" :
-					    "no client lease any more: the server adapts its download");
-			adapt_init(&p->ctl, &prm);
-			p->rate = 0;
-			p->have_sample = false;
+				 p->aside ? "its own wgshape adapts (a client lease): the server's "
+					    "adaptation stands aside" :
+					    "no client lease any more: the server adapts it");
+			for (int i = PA_DOWN; i <= PA_UP; i++) {
+				struct adapt_params prm = p->dir[i].ctl.p;
+
+				adapt_init(&p->dir[i].ctl, &prm);
+				p->dir[i].rate = 0;
+				p->dir[i].have_sample = false;
+			}
 		}
 		if (p->aside)
 			continue;
-		if (!loaded) {
-			why = adapt_quiet(&p->ctl, (uint64_t)now);
+		for (int i = PA_DOWN; i <= PA_UP; i++) {
+			struct pdir *x = &p->dir[i];
+			enum adapt_why why;
+
+			if (!x->on)
+				continue;
+			if (!x->loaded_at_us || now - x->loaded_at_us >= IDLE_AFTER_US) {
+				why = adapt_quiet(&x->ctl, (uint64_t)now);
+				if (why != ADAPT_NONE)
+					apply(d, p, i, why);
+				continue;
+			}
+			loaded = true;
+			why = adapt_tick(&x->ctl, (uint64_t)now);
+			if (why == ADAPT_LOST && !p->lost_said) {
+				log_warn("%s: peer %s: adapt: %s does not answer ICMP echo: its "
+					 "configured rates until it does", p->ifname, p->name,
+					 p->addr_text);
+				p->lost_said = true;
+			}
 			if (why != ADAPT_NONE)
-				apply(d, p, why);
+				apply(d, p, i, why);
+		}
+		if (!loaded)
 			continue;
-		}
 		any_loaded = true;
-		why = adapt_tick(&p->ctl, (uint64_t)now);
-		if (why == ADAPT_LOST && !p->lost_said) {
-			log_warn("%s: peer %s: adapt: %s does not answer ICMP echo: its configured "
-				 "download until it does", p->ifname, p->name, p->addr_text);
-			p->lost_said = true;
-		}
-		if (why != ADAPT_NONE)
-			apply(d, p, why);
 		ping = pinger(d, p->family);
 		if (ping) {
 			struct sent *s = &pa->sent[pa->seq % SENT_KEPT];
@@ -397,9 +463,11 @@ static void wanted_on(struct daemon *d, const char *ifname, const struct shape_s
 		g_strlcpy(p->ifname, ifname, sizeof(p->ifname));
 		memcpy(p->key, w->key, WG_KEY_LEN);
 		g_strlcpy(p->name, cp->name, sizeof(p->name));
-		p->min = cp->adapt_min;
-		p->base = cp->download;
-		p->max = cp->adapt_max;
+		p->dir[PA_DOWN] = (struct pdir){ .on = true, .min = cp->adapt_min,
+						 .base = cp->download, .max = cp->adapt_max };
+		/* the upload in [upload / 10, upload] */
+		p->dir[PA_UP] = (struct pdir){ .on = cp->upload && w->upload, .min = cp->upload / 10,
+					       .base = cp->upload, .max = cp->upload };
 		if (!probe_addr(cp, wp, &p->family, p->addr)) {
 			log_warn("%s: peer %s: adapt = yes, but it has no /32 or /128 in AllowedIPs "
 				 "to probe (probe = ADDR says which): not adapted", ifname, cp->name);
@@ -407,8 +475,14 @@ static void wanted_on(struct daemon *d, const char *ifname, const struct shape_s
 			continue;
 		}
 		inet_ntop(p->family, p->addr, p->addr_text, sizeof(p->addr_text));
-		adapt_params_default(&prm, p->min, p->base, p->max);
-		adapt_init(&p->ctl, &prm);
+		for (int k = PA_DOWN; k <= PA_UP; k++) {
+			if (!p->dir[k].on)
+				continue;
+			adapt_params_default(&prm, p->dir[k].min, p->dir[k].base, p->dir[k].max);
+			/* the upload is counted at the IFB: after the line, what it delivered */
+			prm.delivered = k == PA_UP;
+			adapt_init(&p->dir[k].ctl, &prm);
+		}
 		g_hash_table_replace(want, peer_id(ifname, w->key), p);
 	}
 	wg_peers_free(peers, n);
@@ -417,8 +491,11 @@ static void wanted_on(struct daemon *d, const char *ifname, const struct shape_s
 /* Is the running p what q (wanted now) says? */
 static bool same(const struct padapt *p, const struct padapt *q)
 {
-	return p->min == q->min && p->base == q->base && p->max == q->max &&
-	       p->family == q->family && !memcmp(p->addr, q->addr, sizeof(p->addr)) &&
+	for (int i = PA_DOWN; i <= PA_UP; i++)
+		if (p->dir[i].on != q->dir[i].on || p->dir[i].min != q->dir[i].min ||
+		    p->dir[i].base != q->dir[i].base || p->dir[i].max != q->dir[i].max)
+			return false;
+	return p->family == q->family && !memcmp(p->addr, q->addr, sizeof(p->addr)) &&
 	       !strcmp(p->name, q->name);
 }
 
@@ -456,7 +533,7 @@ void peer_adapt_sync(struct daemon *d)
 			continue;
 		}
 		log_info("%s: peer %s: the server no longer adapts it", p->ifname, p->name);
-		if (p->rate)
+		if (p->dir[PA_DOWN].rate || p->dir[PA_UP].rate)
 			daemon_schedule(d, p->ifname, 0);
 		g_hash_table_remove(pa->by_id, GUINT_TO_POINTER(p->id));
 		g_hash_table_iter_remove(&it);
@@ -464,17 +541,26 @@ void peer_adapt_sync(struct daemon *d)
 	g_hash_table_iter_init(&it, want);
 	while (g_hash_table_iter_next(&it, &key, &val)) {
 		struct padapt *p = val;
-		char b[UNITS_BUFSZ], lo[UNITS_BUFSZ], hi[UNITS_BUFSZ];
+		char b[2][UNITS_BUFSZ], lo[2][UNITS_BUFSZ], hi[2][UNITS_BUFSZ];
 
 		p->id = ++pa->next_id;
 		g_hash_table_iter_steal(&it);
 		g_hash_table_replace(pa->peers, key, p);
 		g_hash_table_replace(pa->by_id, GUINT_TO_POINTER(p->id), p);
-		format_rate(b, sizeof(b), p->base);
-		format_rate(lo, sizeof(lo), p->min);
-		format_rate(hi, sizeof(hi), p->max);
-		log_info("%s: peer %s: the server adapts its download (%s, %s .. %s), probing %s "
-			 "while it is loaded", p->ifname, p->name, b, lo, hi, p->addr_text);
+		for (int i = PA_DOWN; i <= PA_UP; i++) {
+			format_rate(b[i], sizeof(b[i]), p->dir[i].base);
+			format_rate(lo[i], sizeof(lo[i]), p->dir[i].min);
+			format_rate(hi[i], sizeof(hi[i]), p->dir[i].max);
+		}
+		if (p->dir[PA_UP].on)
+			log_info("%s: peer %s: the server adapts its download (%s, %s .. %s) and its "
+				 "upload (%s, %s .. %s), probing %s while either is loaded",
+				 p->ifname, p->name, b[0], lo[0], hi[0], b[1], lo[1], hi[1],
+				 p->addr_text);
+		else
+			log_info("%s: peer %s: the server adapts its download (%s, %s .. %s), "
+				 "probing %s while it is loaded", p->ifname, p->name, b[0], lo[0],
+				 hi[0], p->addr_text);
 	}
 	if (g_hash_table_size(pa->peers))
 		set_tick(d, pa->tick_ms ? pa->tick_ms : IDLE_TICK_MS);
@@ -485,14 +571,17 @@ void peer_adapt_sync(struct daemon *d)
 	}
 }
 
-/* The reconciler asks: the rate the server's adaptation set for key on ifname now (0: none). */
-static uint64_t adapted(void *ud, const char *ifname, const uint8_t *key)
+/*
+ * The reconciler asks: the rate the server's adaptation set for key's
+ * download (or upload) on ifname now (0: none).
+ */
+static uint64_t adapted(void *ud, const char *ifname, const uint8_t *key, bool upload)
 {
 	struct daemon *d = ud;
 	g_autofree char *id = peer_id(ifname, key);
 	const struct padapt *p = g_hash_table_lookup(d->padapt->peers, id);
 
-	return p && !p->aside ? p->rate : 0;
+	return p && !p->aside ? p->dir[upload ? PA_UP : PA_DOWN].rate : 0;
 }
 
 void peer_adapt_reconciler(struct daemon *d, struct reconciler *rc)
@@ -514,7 +603,7 @@ void peer_adapt_stop_all(struct daemon *d)
 	while (g_hash_table_iter_next(&it, NULL, &val)) {
 		struct padapt *p = val;
 
-		if (p->rate)
+		if (p->dir[PA_DOWN].rate || p->dir[PA_UP].rate)
 			g_hash_table_add(ifaces, g_strdup(p->ifname));
 	}
 	g_hash_table_remove_all(pa->by_id);

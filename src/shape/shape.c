@@ -479,6 +479,32 @@ out:
 	return r;
 }
 
+int shape_peer_upload_rate(struct netlink *nl, const char *statedir, const char *ifname,
+			   const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source)
+{
+	struct peer_want *old;
+	struct shape_state *st = state_borrow(statedir, ifname, key, &old);
+	struct link_info ifb;
+	uint64_t r64 = MIN(rate, TREE_RATE_UNLIMITED);
+	int r;
+
+	if (!st || !old || !rate || !old->upload || !old->minor || !st->in_tree || st->in_cap ||
+	    netlink_link_get(nl, st->ifb, &ifb) < 0)
+		return 1;
+	r = netlink_htb_class_set(nl, ifb.ifindex, TREE_HANDLE(old->minor),
+				  TREE_HANDLE(TREE_CAP_MINOR), r64, r64, QDISC_CHANGE);
+	if (r < 0) {
+		log_debug("%s: %s class 1:%x: change in place: %s; the long way", ifname, st->ifb,
+			  old->minor, *netlink_ext_msg(nl) ? netlink_ext_msg(nl) : strerror(-r));
+		return 1;
+	}
+	old->upload = rate;
+	text_copy(old->source, sizeof(old->source), source);
+	state_borrow_changed(statedir, ifname);
+	log_debug("%s: %s class 1:%x changed in place", ifname, st->ifb, old->minor);
+	return 0;
+}
+
 int shape_peers_activity(struct netlink *nl, const char *statedir, const char *ifname,
 			 const struct peer_seen *seen, size_t n, const struct wg_peer *peers,
 			 size_t n_peers)

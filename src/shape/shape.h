@@ -68,6 +68,14 @@ int shape_set(struct netlink *nl, const char *statedir, const char *ifname,
  */
 int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname,
 		    const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source);
+/*
+ * shape_peer_rate for a peer's upload: one change of its class on ifname's
+ * IFB (the upload tree) and the state, when the daemon keeps the state and
+ * the tree has no cap. 0 done; 1 when it is not that case (nothing changed:
+ * plan the trees instead); < 0 an error (said).
+ */
+int shape_peer_upload_rate(struct netlink *nl, const char *statedir, const char *ifname,
+			   const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source);
 /* What the daemon saw of one peer: has it moved traffic within the idle time? */
 struct peer_seen {
 	uint8_t key[WG_KEY_LEN];

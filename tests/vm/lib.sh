@@ -599,19 +599,23 @@ htb_class_field() {
 		END { print (found && (f in v)) ? v[f] : "(none)" }'
 }
 
-# cli_class: srv's class for cli (wg0, CLI_TUN4): "classid ceil" (tc's text), empty when none
+# cli_class [upload]: srv's class for cli's download (wg0, to CLI_TUN4), or
+# for its upload (ifb4wg0, from CLI_TUN4): "classid ceil" (tc's text), empty
+# when none
 cli_class() {
-	local cid
-	cid=$(htb_class_for srv wg0 "$CLI_TUN4")
-	[ "$cid" = "(none)" ] || echo "$cid $(htb_class_field srv wg0 "$cid" ceil)"
+	local cid dev=wg0 key=dst_ip
+	[ "${1:-}" != upload ] || dev=ifb4wg0 key=src_ip
+	cid=$(htb_class_for srv "$dev" "$CLI_TUN4" "$key")
+	[ "$cid" = "(none)" ] || echo "$cid $(htb_class_field srv "$dev" "$cid" ceil)"
 }
 
-# htb_class_for NS DEV ADDR: the classid DEV's flower filters (parent 1:)
-# send the host ADDR to (as tc prints it, no /32 or /128), or (none).
+# htb_class_for NS DEV ADDR [KEY]: the classid DEV's flower filters (parent
+# 1:) send the host ADDR to (as tc prints it, no /32 or /128) as destination,
+# or as source with KEY src_ip (the upload tree on an IFB), or (none).
 htb_class_for() {
-	inns "$1" tc filter show dev "$2" parent 1: 2>/dev/null | awk -v a="$3" '
+	inns "$1" tc filter show dev "$2" parent 1: 2>/dev/null | awk -v a="$3" -v k="${4:-dst_ip}" '
 		/classid/ { cur = ""; for (i = 1; i < NF; i++) if ($i == "classid") cur = $(i + 1) }
-		!found && $1 == "dst_ip" && $2 == a && cur != "" { print cur; found = 1 }
+		!found && $1 == k && $2 == a && cur != "" { print cur; found = 1 }
 		END { if (!found) print "(none)" }'
 }
 

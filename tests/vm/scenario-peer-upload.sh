@@ -46,12 +46,7 @@ BEFORE=$(snapshot srv)
 IFB=ifb4wg0
 
 # ifb_class_for ADDR: the classid the IFB's flower filters send source ADDR to, or (none)
-ifb_class_for() {
-	inns srv tc filter show dev "$IFB" parent 1: 2>/dev/null | awk -v a="$1" '
-		/classid/ { cur = ""; for (i = 1; i < NF; i++) if ($i == "classid") cur = $(i + 1) }
-		!found && $1 == "src_ip" && $2 == a && cur != "" { print cur; found = 1 }
-		END { if (!found) print "(none)" }'
-}
+ifb_class_for() { htb_class_for srv "$IFB" "$1" src_ip; }
 ifb_bytes() { htb_class_field srv "$IFB" "$1" bytes; }
 
 step "unshaped: the control"

@@ -23,11 +23,22 @@
 # idle seconds), some under load; `show` names the rate's source. Then the
 # peer's own wgshape asks for its rate (client-download = yes): the server
 # says it stands aside, and the class holds what the client asked.
+#
+# scenario-server-adapt.sh upload: the same for the phone's upload: [peer
+# phone] also has upload = 95% of FAST (its class on srv's IFB, by source
+# address), the load is iperf3 upload (cli -> srv), and the class judged is
+# the IFB's; no stand-aside step.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/load.sh"
 
 need_wgshape
 need_tools iperf3 jq ping
+DIR=${1:-download}
+case "$DIR" in
+download) REVERSE=-R ;;
+upload) REVERSE='' ;;
+*) die "usage: scenario-server-adapt.sh [download|upload], not '$DIR'" ;;
+esac
 PHASE=${WGSHAPE_ADAPT_PHASE:-15}
 SETTLE=5 # s into the slow phase before its latency is judged
 CONF=$LAB_TMP/srv.conf LOG=$LAB_TMP/srv-daemon.log
@@ -66,16 +77,17 @@ run() {
 	line "$FAST_K"
 	{
 		printf '[peer phone]\npublic-key = %s\ndownload = %skbit\n' "$CLI_KEY" "$BASE_K"
+		[ "$DIR" = download ] || printf 'upload = %skbit\n' "$BASE_K"
 		[ "$name" = fixed ] || printf 'adapt = yes\n'
 	} >"$CONF"
 	chmod 0600 "$CONF"
 	start_daemon srv "$CONF" "$LOG"
 	SPID=$DAEMON_PID
 	for i in $(seq 1 50); do
-		[ -n "$(cli_class)" ] && break
+		[ -n "$(cli_class "$DIR")" ] && break
 		sleep 0.1
 	done
-	info "srv's class for cli: $(cli_class)"
+	info "srv's class for cli's $DIR: $(cli_class "$DIR")"
 	idle_rtt cli "$SRV_TUN4"
 	echo "$IDLE_P50" >"$LAB_TMP/$name.idle"
 	local e0
@@ -88,10 +100,10 @@ run() {
 	t0=$EPOCHREALTIME
 	inns cli ping -4 -D -n -i 0.1 -W 1 -w $((2 * PHASE + 1)) "$SRV_TUN4" >"$LAB_TMP/$name.ping" 2>/dev/null &
 	pp=$!
-	inns cli iperf3 -4 -c "$SRV_TUN4" -R -t $((2 * PHASE)) -P 2 -i 1 -J >"$LAB_TMP/$name.down" 2>&1 &
+	inns cli iperf3 -4 -c "$SRV_TUN4" $REVERSE -t $((2 * PHASE)) -P 2 -i 1 -J --get-server-output >"$LAB_TMP/$name.down" 2>&1 &
 	dn=$!
 	(
-		while sleep 0.5; do echo "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') $(cli_class)"; done
+		while sleep 0.5; do echo "$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') $(cli_class "$DIR")"; done
 	) >"$LAB_TMP/$name.class" &
 	local sampler=$!
 	until_t "$t0" "$PHASE"
@@ -109,27 +121,38 @@ run() {
 	wait "$sampler" 2>/dev/null || true
 	stop_daemon "$SPID"
 	SPID=''
-	[ "$name" = fixed ] || expect_eq "the daemon stopped: cli's class back at the base" \
-		"$((BASE_K / 100 * 100))Kbit" "$(htb_class_field srv wg0 "$(htb_class_for srv wg0 "$CLI_TUN4")" ceil)"
+	[ "$name" = fixed ] || expect_eq "the daemon stopped: cli's $DIR class back at the base" \
+		"$((BASE_K / 100 * 100))Kbit" "$(cli_class "$DIR" | awk '{ print $2 }')"
 	awk -v t0="$t0" -v idle="$IDLE_P50" '/time=/ { ts = substr($1, 2, length($1) - 2)
 		for (i = 1; i <= NF; i++) if ($i ~ /^time=/) v = substr($i, 6)
 		printf "%.3f %.1f\n", ts - t0, v - idle }' "$LAB_TMP/$name.ping" >"$LAB_TMP/$name.lat"
 	P95_FAST=$(awk -v e="$DROP" '$1 >= 2 && $1 < e { print $2 }' "$LAB_TMP/$name.lat" | quantile 0.95)
 	P95_SLOW=$(awk -v s="$DROP" -v k="$SETTLE" '$1 >= s + k { print $2 }' "$LAB_TMP/$name.lat" | quantile 0.95)
 	DOWN=$(jq -r '.end.sum_received.bits_per_second // 0 | floor' "$LAB_TMP/$name.down")
-	# the slow phase's goodput (iperf3's intervals, sender side), after its first SETTLE s
-	SLOW_DOWN=$(jq -r '.intervals[] | "\(.sum.start) \(.sum.bits_per_second)"' "$LAB_TMP/$name.down" |
-		awk -v s="$DROP" -v k="$SETTLE" '$1 >= s + k { t += $2; n++ } END { printf "%d", n ? t / n : 0 }')
+	# the slow phase's goodput (the receiver's iperf3 intervals: cli's for the
+	# download, srv's for the upload, whose sender counts what its line's
+	# buffer took), after its first SETTLE s
+	if [ "$DIR" = upload ]; then
+		# srv's iperf3 runs without -J: its text's [SUM] lines ("0.00-1.00 sec 1.1 MBytes 9.39 Mbits/sec")
+		jq -r '.server_output_text // ""' "$LAB_TMP/$name.down" | awk '$1 == "[SUM]" && $3 == "sec" {
+			split($2, t, "-"); m = ($7 ~ /^G/) ? 1e9 : ($7 ~ /^M/) ? 1e6 : ($7 ~ /^K/) ? 1e3 : 1
+			print t[1], $6 * m }'
+	else
+		jq -r '.intervals[] | "\(.sum.start) \(.sum.bits_per_second)"' "$LAB_TMP/$name.down"
+	fi >"$LAB_TMP/$name.intervals"
+	SLOW_DOWN=$(awk -v s="$DROP" -v k="$SETTLE" '$1 >= s + k { t += $2; n++ } END { printf "%d", n ? t / n : 0 }' \
+		"$LAB_TMP/$name.intervals")
 	echo "$SLOW_DOWN" >"$LAB_TMP/$name.slowdown"
 	MIN_CEIL=$(awk -v s="$DROP" 'NF >= 3 && $1 >= s { print $3 }' "$LAB_TMP/$name.class" |
 		while read -r c; do ceil_kbit "x $c"; done | sort -n | awk 'NR == 1')
-	info "$name: p95 added ${P95_FAST} ms fast, ${P95_SLOW} ms slow (after its first $SETTLE s); download $(mbit "$DOWN") ($(mbit "$SLOW_DOWN") in the slow phase); cli's class down to ${MIN_CEIL:-?} kbit in the slow phase"
+	info "$name: p95 added ${P95_FAST} ms fast, ${P95_SLOW} ms slow (after its first $SETTLE s); $DIR $(mbit "$DOWN") ($(mbit "$SLOW_DOWN") in the slow phase); cli's class down to ${MIN_CEIL:-?} kbit in the slow phase"
 	echo "$P95_SLOW" >"$LAB_TMP/$name.p95slow"
 }
 
 run fixed
 run adapt
 
+[ "$DIR" = upload ] || {
 step "the peer's own wgshape asks for its rate: the server's adaptation stands aside"
 line "$FAST_K"
 printf '[peer phone]\npublic-key = %s\ndownload = %skbit\nadapt = yes\nclient-download = yes\n' \
@@ -138,16 +161,17 @@ from=$(wc -l <"$LOG")
 start_daemon srv "$CONF" "$LOG"
 SPID=$DAEMON_PID
 expect_wgshape_ok cli set wg0 client download 5mbit server "$SRV_TUN4"
-wait_for 10 "$LOG" "$from" grep -q -m1 "wg0: peer phone: its own wgshape adapts its download" ||
+wait_for 10 "$LOG" "$from" grep -q -m1 "wg0: peer phone: its own wgshape adapts (a client lease)" ||
 	fail "the daemon did not say it stands aside for the client's lease"
 expect_eq "cli's class: the rate its client asked for" 5Mbit "$(htb_class_field srv wg0 "$(htb_class_for srv wg0 "$CLI_TUN4")" ceil)"
 stop_daemon "$SPID"
 SPID=''
+}
 
 step "checks"
 expect_match "the daemon adapts the peer, probing its address" \
 	"wg0: peer phone: the server adapts its download .*probing $CLI_TUN4" "$(cat "$LOG")"
-expect_match "a cut for a queue in the daemon's log" "wg0: peer phone: adapt: download .* \\(queue" \
+expect_match "a cut for a queue in the daemon's log" "wg0: peer phone: adapt: $DIR .* \\(queue" \
 	"$(cat "$LOG")"
 expect_le "cli's class in the slow phase, least ceil (kbit; the base is $BASE_K)" \
 	$((SLOW_K * 11 / 10)) "${MIN_CEIL:-}"

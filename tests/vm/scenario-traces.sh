@@ -30,8 +30,9 @@
 #   cake-autorate  cli's egress and IFB cakes (wgshape set) driven by
 #                  cake-autorate (WGSHAPE_CAKE_AUTORATE: its folder; not
 #                  shipped), srv as its only reflector, range [p90/10, p90]
-#   server-fixed   cli runs nothing (a phone): srv's class for cli at the
-#                  segment's p90 window ([peer] download =); the upload unshaped
+#   server-fixed   cli runs nothing (a phone): srv's classes for cli at the
+#                  segment's p90 windows ([peer] download =, and upload =
+#                  when the trace has an upload: its class on srv's IFB)
 #   server-adapt   the same with [peer] adapt = yes: srv's daemon adapts the
 #                  download from ICMP echoes to cli (issue 26)
 #   limit          no shaper on the tunnel: the line itself is cake, told
@@ -314,6 +315,7 @@ run_row() {
 		# a phone: nothing on cli; srv's daemon shapes (and adapts) its download
 		{
 			printf '[peer phone]\npublic-key = %s\ndownload = %skbit\n' "$(cat "$LAB_TMP/cli.pub")" "$DN_P90"
+			[ -z "$UP_RATES" ] || printf 'upload = %skbit\n' "$UP_P90"
 			[ "$row" = server-fixed ] || printf 'adapt = yes\n'
 		} >"$LAB_TMP/srv-peer.conf"
 		chmod 0600 "$LAB_TMP/srv-peer.conf"
