@@ -165,7 +165,7 @@ static void check_config_iface(const struct config *cfg, const struct conf_secti
 static void check_config_peer(const struct conf_peer *p)
 {
 	g_autofree char *words = NULL, *ifaces = NULL;
-	char key[45], rate[UNITS_BUFSZ];
+	char key[45], rate[UNITS_BUFSZ], up[UNITS_BUFSZ];
 
 	g_ptr_array_add(p->words, NULL);
 	words = g_strjoinv(" ", (char **)p->words->pdata);
@@ -173,6 +173,7 @@ static void check_config_peer(const struct conf_peer *p)
 	ifaces = p->ifaces ? g_strjoinv(", ", p->ifaces) : g_strdup("");
 	wg_key_to_base64(p->key, key);
 	format_rate(rate, sizeof(rate), p->download);
+	format_rate(up, sizeof(up), p->upload);
 	print_open_object(NULL);
 	print_string("name", "[peer %s]", p->name);
 	print_string("public_key", "  %s", key);
@@ -180,6 +181,7 @@ static void check_config_peer(const struct conf_peer *p)
 		     ifaces);
 	print_uint_as("download", p->download ? ": download %s" : ": no download of its own",
 		      p->download * 8, rate);
+	print_uint_as("upload", p->upload ? ", upload %s" : NULL, p->upload * 8, up);
 	print_string("options", *words ? " %s" : NULL, words);
 	print_string("where", "  (%s)\n", p->where);
 	check_config_rate(&p->rate);

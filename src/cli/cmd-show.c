@@ -332,7 +332,8 @@ static void show_tree(const struct shape_view *v, bool upload)
 	print_open_object(dirname);
 	print_string(NULL, "%s: ", v->link.name);
 	print_text("%s", dirname);
-	print_string("dev", upload ? " via %s" : NULL, d->dev);
+	if (upload)
+		print_string("dev", " via %s", d->dev);
 	print_bool("per_peer", " per peer:", true);
 	print_string("kind", " %s", d->qdisc.kind);
 	print_string("handle", " %s", "1:");
