@@ -97,6 +97,24 @@ void shape_peers_judge(GArray *wants, const struct wg_dump *wg)
 	}
 }
 
+int shape_tree_sync(struct netlink *nl, const struct link_info *link,
+		    const struct link_info *on, struct shape_state *st, struct tree_input *in,
+		    bool fresh, struct wg_dump *wg)
+{
+	unsigned int changes;
+	int r;
+
+	r = wg_dump_get(nl, link->name, wg);
+	if (r < 0)
+		return r;
+	shape_peers_judge(st->peers, wg);
+	in->wants = st->peers ? (struct peer_want *)(void *)st->peers->data : NULL;
+	in->n_wants = st->peers ? st->peers->len : 0;
+	in->peers = wg->peers;
+	in->n_peers = wg->n;
+	return tree_sync(nl, on, in, fresh, &changes);
+}
+
 /*
  * The tree's classes, leaves and filters as st's peers say, with these cap,
  * options and leaf, against what the kernel has; st takes them when done.
@@ -106,18 +124,9 @@ static int tree_resync(struct netlink *nl, const struct link_info *link, struct 
 		       struct wg_dump *wg)
 {
 	struct tree_input in = { .cap = cap, .opts = *opts, .leaf = leaf };
-	unsigned int changes;
 	int r;
 
-	r = wg_dump_get(nl, link->name, wg);
-	if (r < 0)
-		return r;
-	shape_peers_judge(st->peers, wg);
-	in.wants = st->peers ? (struct peer_want *)(void *)st->peers->data : NULL;
-	in.n_wants = st->peers ? st->peers->len : 0;
-	in.peers = wg->peers;
-	in.n_peers = wg->n;
-	r = tree_sync(nl, link, &in, fresh, &changes);
+	r = shape_tree_sync(nl, link, link, st, &in, fresh, wg);
 	if (r < 0)
 		return r;
 	st->cap = cap;

@@ -110,6 +110,15 @@ int ingress_remove(struct netlink *nl, const char *ifname, const struct link_inf
 
 /* egress.c */
 /*
+ * A per-peer tree on on (link itself, or its IFB) as st's peers and in (cap,
+ * options, leaf, direction) say, against what the kernel has: link's
+ * WireGuard peers read once (wg), new peers' activity judged.
+ */
+struct tree_input;
+int shape_tree_sync(struct netlink *nl, const struct link_info *link,
+		    const struct link_info *on, struct shape_state *st, struct tree_input *in,
+		    bool fresh, struct wg_dump *wg);
+/*
  * Judge the activity of wants not judged yet (new ones) from WireGuard's
  * handshakes and leases, for their lazy leaves.
  */

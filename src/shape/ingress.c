@@ -13,7 +13,7 @@
 
 #include "util/log.h"
 #include "util/text.h"
-#include "shape/tree-sync.h"
+#include "shape/tree-plan.h"
 #include "engine.h"
 
 void shape_ifb_name(const char *ifname, char out[IFNAME_SIZE])
@@ -317,7 +317,6 @@ int ingress_tree_resync(struct netlink *nl, const struct link_info *link, struct
 	struct tree_input in = { .cap = st->in_cap, .opts = st->tree_opts, .leaf = st->tree_leaf,
 				 .upload = true };
 	struct link_info ifbl;
-	unsigned int changes;
 	int r;
 
 	if (!st->in_tree)
@@ -325,15 +324,7 @@ int ingress_tree_resync(struct netlink *nl, const struct link_info *link, struct
 	r = netlink_link_get(nl, st->ifb, &ifbl);
 	if (r < 0)
 		return shape_fail(nl, link->name, OP_IFB, r, "read IFB");
-	r = wg_dump_get(nl, link->name, wg);
-	if (r < 0)
-		return r;
-	shape_peers_judge(st->peers, wg);
-	in.wants = st->peers ? (struct peer_want *)(void *)st->peers->data : NULL;
-	in.n_wants = st->peers ? st->peers->len : 0;
-	in.peers = wg->peers;
-	in.n_peers = wg->n;
-	return tree_sync(nl, &ifbl, &in, false, &changes);
+	return shape_tree_sync(nl, link, &ifbl, st, &in, false, wg);
 }
 
 /*
