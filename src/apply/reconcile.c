@@ -170,7 +170,7 @@ static int follow_peers(const struct reconciler *rc, const char *ifname)
 	struct shape_state st = { 0 };
 	bool tree;
 
-	tree = state_load(rc->statedir, ifname, &st) == 0 && st.tree;
+	tree = state_load(rc->statedir, ifname, &st) == 0 && (st.tree || st.in_tree);
 	shape_state_clear(&st);
 	if (!tree)
 		return 0;

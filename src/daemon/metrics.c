@@ -263,10 +263,22 @@ static void add_dir(struct metrics *m, const struct shape_view *v, const char *d
 		 d->qdisc.cake.rate, &d->qdisc);
 }
 
+/* Has the download tree a class for the peer with key (base64)? */
+static bool download_class(const struct shape_view *v, const char *key)
+{
+	for (guint i = 0; v->tree && i < v->peers->len; i++) {
+		const struct shape_peer_view *p = &g_array_index(v->peers, struct shape_peer_view, i);
+
+		if (!strcmp(p->key, key))
+			return p->present && p->has_class;
+	}
+	return false;
+}
+
 /*
  * A per-peer tree's classes: each peer's rate and cake figures under dir
  * (egress: their download; ingress: their upload, on dev, the IFB); the
- * leaf info once a peer, with the download tree's.
+ * leaf info once a peer: its download class's, else its upload class's.
  */
 static void add_tree(struct metrics *m, const struct shape_view *v, const char *dir,
 		     const char *dev, GArray *peers)
@@ -277,7 +289,7 @@ static void add_tree(struct metrics *m, const struct shape_view *v, const char *
 
 		if (!p->present || !p->has_class)
 			continue;
-		if (p->leaf_setting && (!strcmp(dir, "egress") || !v->tree))
+		if (p->leaf_setting && (!strcmp(dir, "egress") || !download_class(v, p->key)))
 			add_leaf(m, v->link.name, peer, p);
 		/* a leaf that is not cake has no cake figures: its rate and source alone */
 		add_cake(m, v->link.name, dir, peer, p->source, dev, p->cls.ceil, &p->leaf);

@@ -137,6 +137,13 @@ CID=$(ifb_class_for "$CLI_TUN4")
 expect_match "the daemon's class for the phone on $IFB" '^1:[0-9a-f]+$' "$CID"
 expect_eq "its ceil" "$(rate_bits "${SHAPE_K}Kbit")" "$(rate_bits "$(htb_class_field srv "$IFB" "$CID" ceil)")"
 expect_eq "wg0's root is left alone" noqueue "$(root_field srv wg0 .kind)"
+wgshape srv show wg0
+expect_match "show: the phone's upload on $IFB" "ingress via $IFB per peer" "$WG_OUT"
+expect_match "show: the phone's upload class" "phone .*: upload [0-9.]+[KMG]bit" "$WG_OUT"
+wgshape srv metrics wg0
+expect_match "metrics: the phone's upload rate, direction ingress (bytes/s)" \
+	"wgshape_rate_bytes_per_second\\{[^}]*direction=\"ingress\"[^}]*peer=\"phone\"[^}]*\\} $((SHAPE_K * 125))" "$WG_OUT"
+expect_match "metrics: the phone's leaf" 'wgshape_peer_leaf_info\{[^}]*peer="phone"' "$WG_OUT"
 stop_daemon "$DPID"
 DPID=''
 expect_wgshape_ok srv clear wg0

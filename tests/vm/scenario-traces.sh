@@ -34,7 +34,13 @@
 #                  segment's p90 windows ([peer] download =, and upload =
 #                  when the trace has an upload: its class on srv's IFB)
 #   server-adapt   the same with [peer] adapt = yes: srv's daemon adapts the
-#                  download from ICMP echoes to cli (issue 26)
+#                  download (and upload) from ICMP echoes to cli (issue 26)
+#   server-cake-autorate
+#                  cli runs nothing; srv's egress and IFB cakes (wgshape set:
+#                  the whole interface, cli its one peer) driven by
+#                  cake-autorate in srv, cli's tunnel address its only
+#                  reflector: its "download" is srv's IFB (the phone's
+#                  upload), its "upload" srv's wg0 (the phone's download)
 #   limit          no shaper on the tunnel: the line itself is cake, told
 #                  each window's rate (trace-replay --mode cake)
 #
@@ -63,7 +69,7 @@ RATES_DIR=$LAB_DIR/../traces
 DOWN_RATES=$RATES_DIR/$TRACE.down.rates
 UP_RATES=$RATES_DIR/$TRACE.up.rates
 [ -f "$UP_RATES" ] || UP_RATES=''
-ROWS=${WGSHAPE_TRACES_ROWS:-unshaped fixed adapt adapt-ifb cake-autorate server-fixed server-adapt limit}
+ROWS=${WGSHAPE_TRACES_ROWS:-unshaped fixed adapt adapt-ifb cake-autorate server-fixed server-adapt server-cake-autorate limit}
 SECS=${WGSHAPE_TRACES_SECS:-60}
 # WGSHAPE_TRACES_UPLOAD=no: the download's load alone (the line still plays
 # both ways): what shaping the download alone can do (a phone's upload, not
@@ -208,10 +214,16 @@ cli_conf() {
 	chmod 0600 "$CCONF"
 }
 
-# cake-autorate's setup in the VM (NOTES.md): bash's /dev/fd and the std
-# links, its config: cli's tunnel and IFB, srv as the only reflector
+# ca_setup [server]: cake-autorate's setup in the VM (NOTES.md): bash's
+# /dev/fd and the std links, its config: cli's tunnel and IFB, srv as the
+# only reflector; server: srv's, cli the reflector, the directions swapped
+# (its download is what srv receives). CA_NS: where it runs.
 ca_setup() {
-	local d
+	local d dl=$DN_P90 ul=$UP_P90 refl=$SRV_TUN4
+	CA_NS=cli
+	if [ "${1:-}" = server ]; then
+		CA_NS=srv dl=$UP_P90 ul=$DN_P90 refl=$CLI_TUN4
+	fi
 	[ -n "$CAKE_AUTORATE" ] || return 1
 	[ -f "$CAKE_AUTORATE/cake-autorate.sh" ] || die "WGSHAPE_CAKE_AUTORATE=$CAKE_AUTORATE has no cake-autorate.sh"
 	command -v fping >/dev/null || die "cake-autorate needs fping (tests/vm/packages.txt)"
@@ -231,17 +243,17 @@ ca_setup() {
 	cat >"$LAB_TMP/ca/config.primary.sh" <<CONF
 dl_if=ifb4wg0
 ul_if=wg0
-adjust_dl_shaper_rate=1
-adjust_ul_shaper_rate=$([ -n "$UP_RATES" ] && echo 1 || echo 0)
-min_dl_shaper_rate_kbps=$((DN_P90 / 10))
-base_dl_shaper_rate_kbps=$DN_P90
-max_dl_shaper_rate_kbps=$DN_P90
-min_ul_shaper_rate_kbps=$((UP_P90 / 10))
-base_ul_shaper_rate_kbps=$UP_P90
-max_ul_shaper_rate_kbps=$UP_P90
+adjust_dl_shaper_rate=$([ -n "$UP_RATES" ] || [ "$CA_NS" = cli ] && echo 1 || echo 0)
+adjust_ul_shaper_rate=$([ -n "$UP_RATES" ] || [ "$CA_NS" = srv ] && echo 1 || echo 0)
+min_dl_shaper_rate_kbps=$((dl / 10))
+base_dl_shaper_rate_kbps=$dl
+max_dl_shaper_rate_kbps=$dl
+min_ul_shaper_rate_kbps=$((ul / 10))
+base_ul_shaper_rate_kbps=$ul
+max_ul_shaper_rate_kbps=$ul
 connection_active_thr_kbps=$thr
 pinger_method=fping
-reflectors=("$SRV_TUN4")
+reflectors=("$refl")
 no_pingers=1
 reflector_ping_interval_s=0.05
 randomize_reflectors=0
@@ -269,7 +281,7 @@ ca_start() {
 	# it joins its cgroup before it starts, so that all it forks is counted;
 	# before ip netns exec, whose own /sys has no cgroup tree
 	sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$CA_CG" \
-		ip netns exec cli env CAKE_AUTORATE_SCRIPT_PREFIX="$CAKE_AUTORATE" CAKE_AUTORATE_CONFIG_PREFIX="$LAB_TMP/ca" \
+		ip netns exec "$CA_NS" env CAKE_AUTORATE_SCRIPT_PREFIX="$CAKE_AUTORATE" CAKE_AUTORATE_CONFIG_PREFIX="$LAB_TMP/ca" \
 		bash "$CAKE_AUTORATE/cake-autorate.sh" "$LAB_TMP/ca/config.primary.sh" >"$LAB_TMP/ca/out" 2>&1 &
 	APID=$!
 }
@@ -328,13 +340,17 @@ run_row() {
 		done
 		info "srv's class for cli: $(htb_class_for srv wg0 "$CLI_TUN4")"
 		;;
-	cake-autorate)
-		if ! ca_setup; then
+	cake-autorate | server-cake-autorate)
+		if ! ca_setup "${row%-cake-autorate}"; then
 			echo "not run (set WGSHAPE_CAKE_AUTORATE)" >"$LAB_TMP/$row.row"
 			info "not run: WGSHAPE_CAKE_AUTORATE is not set"
 			return 0
 		fi
-		if [ -n "$UP_RATES" ]; then
+		if [ "$row" = server-cake-autorate ] && [ -n "$UP_RATES" ]; then
+			wgshape srv set wg0 egress "${DN_P90}kbit" ingress "${UP_P90}kbit"
+		elif [ "$row" = server-cake-autorate ]; then
+			wgshape srv set wg0 egress "${DN_P90}kbit"
+		elif [ -n "$UP_RATES" ]; then
 			wgshape cli set wg0 egress "${UP_P90}kbit" ingress "${DN_P90}kbit"
 		else
 			wgshape cli set wg0 ingress "${DN_P90}kbit"
@@ -357,7 +373,7 @@ run_row() {
 	rx0=$(inns cli cat /sys/class/net/wg0/statistics/rx_bytes)
 	[ -z "$CPID" ] || MPID=$CPID # the daemon whose CPU the row gives
 	[ -z "$MPID" ] || cpu_mark "$MPID" "$LAB_TMP/$row.cpu0"
-	[ -z "${CA_CG:-}" ] || [ "$row" != cake-autorate ] || cgroup_mark "$CA_CG" "$LAB_TMP/$row.cpu0"
+	[ -z "${CA_CG:-}" ] || [ -z "${APID:-}" ] || cgroup_mark "$CA_CG" "$LAB_TMP/$row.cpu0"
 	# the load from the replay's first window (its t0, once tc runs)
 	: >"$LAB_TMP/$row.replay"
 	replay "$kind" "$SECS" "$LAB_TMP/$row.replay"
@@ -377,7 +393,7 @@ run_row() {
 	[ -z "$up" ] || wait "$up" || true
 	wait "$pp" || true
 	[ -z "$MPID" ] || cpu_mark "$MPID" "$LAB_TMP/$row.cpu1"
-	if [ "$row" = cake-autorate ] && [ -n "${CA_CG:-}" ]; then cgroup_mark "$CA_CG" "$LAB_TMP/$row.cpu1"; fi
+	if [ -n "${APID:-}" ] && [ -n "${CA_CG:-}" ]; then cgroup_mark "$CA_CG" "$LAB_TMP/$row.cpu1"; fi
 	wait "$RPID" || info "trace-replay exited with an error: $(tail -3 "$LAB_TMP/replay.err")"
 	RPID=''
 	rx1=$(inns cli cat /sys/class/net/wg0/statistics/rx_bytes)
@@ -395,7 +411,7 @@ run_row() {
 		keep=$(lab_keep_path "traces-$TRACE-$row.adapt.trace")
 		[ -z "$keep" ] || cp "$ATRACE" "$keep" 2>/dev/null || true
 	fi
-	if [ "$row" = cake-autorate ]; then
+	if [ -n "${APID:-}" ]; then
 		# kill -0 alone would take a zombie for alive; $APID is bash
 		# itself (sh, ip netns exec and env exec it)
 		if kill -0 "$APID" 2>/dev/null && [ "$(awk '{ print $3 }' "/proc/$APID/stat" 2>/dev/null)" != Z ]; then
@@ -408,7 +424,7 @@ run_row() {
 		# SHAPER lines: its tc changes (output_cake_changes=1), the two
 		# at its start included
 		CA_CHANGES=$(grep -c '^SHAPER' "$CA_LOG" 2>/dev/null || true)
-		info "cake-autorate: ${CA_CHANGES:-0} shaper changes in its log; cli's cakes now $(root_field cli wg0 .options.bandwidth) / $(root_field cli ifb4wg0 .options.bandwidth) B/s"
+		info "cake-autorate: ${CA_CHANGES:-0} shaper changes in its log; $CA_NS's cakes now $(root_field "$CA_NS" wg0 .options.bandwidth) / $(root_field "$CA_NS" ifb4wg0 .options.bandwidth) B/s"
 		if [ "${CA_CHANGES:-0}" -le 2 ] && [ ! -e "$LAB_TMP/$row.invalid" ]; then
 			fail "cake-autorate changed no rate in its row"
 			echo "no rate changed" >"$LAB_TMP/$row.invalid"
@@ -417,7 +433,7 @@ run_row() {
 		wait "$APID" 2>/dev/null || true
 		APID=''
 		local keep
-		keep=$(lab_keep_path "traces-$TRACE-cake-autorate.log")
+		keep=$(lab_keep_path "traces-$TRACE-$row.log")
 		[ -z "$keep" ] || cp "$CA_LOG" "$keep" 2>/dev/null || true
 	fi
 	if [ -n "$SPID" ]; then
@@ -426,7 +442,8 @@ run_row() {
 		inns srv tc qdisc del dev wg0 root 2>/dev/null || true
 	fi
 	case "$row" in
-	unshaped | limit | server-*) ;;
+	unshaped | limit | server-fixed | server-adapt) ;;
+	server-cake-autorate) wgshape srv clear wg0 ;;
 	*) wgshape cli clear wg0 ;;
 	esac
 	figures "$row" "$t0" "$rx0" "$rx1" "$cpu"
