@@ -151,6 +151,59 @@ static void test_egress_decide_all(void)
  * When one peer's rate is one class change message: only its rate asked,
  * on a tree without a cap, the peer with a class and the same cake options.
  */
+/*
+ * A peer's upload alone (`set IFACE peer KEY upload RATE`): one change of its
+ * class on the IFB when the upload tree has no cap and the peer has an
+ * upload class; a download with another upload named is not one change.
+ */
+static void test_peer_upload_only(void)
+{
+	struct peer_want have[2] = {
+		{ .key = { 1 }, .rate = 750000, .upload = 100000, .minor = 0x10 },
+		{ .key = { 2 }, .rate = 250000, .minor = 0x11 }, /* no upload class */
+	};
+	struct {
+		const char *what;
+		uint8_t key;
+		uint64_t rate, upload; /* PEER_RATE_KEEP: not named */
+		int change; /* 1: the upload tree has a cap, 2: no upload tree, 3: ingress named */
+		uint16_t want;
+	} t[] = {
+		{ "an upload", 1, PEER_RATE_KEEP, 200000, 0, 0x10 },
+		{ "upload off", 1, PEER_RATE_KEEP, 0, 0, 0 },
+		{ "an upload for a peer with none", 2, PEER_RATE_KEEP, 200000, 0, 0 },
+		{ "an upload, the tree capped", 1, PEER_RATE_KEEP, 200000, 1, 0 },
+		{ "an upload, no upload tree", 1, PEER_RATE_KEEP, 200000, 2, 0 },
+		{ "an upload and ingress named", 1, PEER_RATE_KEEP, 200000, 3, 0 },
+		{ "a download, the upload as it is", 1, 500000, 100000, 0, 0x10 },
+		{ "a download, the upload not named", 1, 500000, PEER_RATE_KEEP, 0, 0x10 },
+		{ "a download and another upload", 1, 500000, 200000, 0, 0 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++) {
+		struct shape_state st = { .egress = true, .tree = true, .ingress = true,
+					  .in_tree = true };
+		struct peer_want w = { .key = { t[i].key }, .rate = t[i].rate,
+				       .upload = t[i].upload };
+		struct shape_request req = { .peers_action = PEERS_ONE, .peers = &w, .n_peers = 1 };
+		const struct peer_want *p;
+
+		st.peers = g_array_new(false, true, sizeof(struct peer_want));
+		g_array_append_vals(st.peers, have, G_N_ELEMENTS(have));
+		switch (t[i].change) {
+		case 1: st.in_cap = 1250000; break;
+		case 2: st.in_tree = false; break;
+		case 3: req.ingress = DIR_SET; break;
+		}
+		if (g_test_verbose())
+			g_test_message("%s", t[i].what);
+		p = peer_rate_only(&st, &req);
+		g_assert_cmpuint(p ? p->minor : 0, ==, t[i].want);
+		g_assert_true(peer_rate_upload(&req) == (t[i].rate == PEER_RATE_KEEP));
+		g_array_free(st.peers, true);
+	}
+}
+
 static void test_peer_rate_only(void)
 {
 	struct peer_want have[2] = {
@@ -283,6 +336,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/shape/egress-decide", test_egress_decide);
 	g_test_add_func("/shape/egress-decide-all", test_egress_decide_all);
 	g_test_add_func("/shape/peer-rate-only", test_peer_rate_only);
+	g_test_add_func("/shape/peer-upload-only", test_peer_upload_only);
 	g_test_add_func("/shape/leaves-fit", test_leaves_fit);
 	g_test_add_func("/shape/meminfo", test_meminfo);
 	return g_test_run();

@@ -53,12 +53,22 @@ bool peer_rate_fits(const struct shape_state *st, const struct shape_request *re
 		    const struct peer_want *old)
 {
 	const struct peer_want *w = req->peers;
+	bool up;
 
-	if (req->peers_action != PEERS_ONE || req->n_peers != 1 || !w->rate ||
-	    w->rate == PEER_RATE_KEEP || (w->upload != PEER_RATE_KEEP && old &&
-					  w->upload != old->upload) ||
+	if (req->peers_action != PEERS_ONE || req->n_peers != 1 || !old ||
 	    req->egress != DIR_KEEP || req->ingress != DIR_KEEP || req->opts.has ||
-	    req->overhead_auto || req->leaf || !st->egress || !st->tree || st->cap || !old)
+	    req->overhead_auto || req->leaf)
+		return false;
+	up = peer_rate_upload(req);
+	/*
+	 * the upload alone: its class on the IFB, in a tree without a cap; the
+	 * download (and an upload named as it is): its class on the interface
+	 */
+	if (up && (!w->upload || w->upload == PEER_RATE_KEEP || !st->ingress || !st->in_tree ||
+		   st->in_cap || !old->upload))
+		return false;
+	if (!up && (!w->rate || (w->upload != PEER_RATE_KEEP && w->upload != old->upload) ||
+		    !st->egress || !st->tree || st->cap || !old->rate))
 		return false;
 	/* other cake options: the leaf changes too */
 	if (old->opts.has != w->opts.has || strcmp(old->options, w->options) != 0)
@@ -67,8 +77,12 @@ bool peer_rate_fits(const struct shape_state *st, const struct shape_request *re
 	if (peer_leased(w) && old->activity != PEER_ACTIVE &&
 	    tree_leaf_of(old, st->tree_leaf) == PEER_LEAF_LAZY)
 		return false;
-	/* a peer shaped on upload alone has no download class to change */
-	return old->minor != 0 && old->rate != 0;
+	return old->minor != 0;
+}
+
+bool peer_rate_upload(const struct shape_request *req)
+{
+	return req->n_peers == 1 && req->peers[0].rate == PEER_RATE_KEEP;
 }
 
 const struct peer_want *peer_rate_only(const struct shape_state *st,

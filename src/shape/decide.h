@@ -55,7 +55,8 @@ struct egress_decision egress_decide(enum egress_form now, bool has_cap, enum di
 
 /*
  * The peer in st (with its class) whose rate alone req changes on st's
- * tree, so that the change is one class change message (src/shape/shape.c):
+ * tree (or its upload alone, in the upload tree on the IFB), so that the
+ * change is one class change message (src/shape/shape.c):
  * its cake leaf is unlimited, and without a cap no other class is scaled by
  * its rate. NULL when req asks more (a direction, options, the overhead,
  * off, another cake for the peer), the tree has a cap, or the peer has no
@@ -66,5 +67,10 @@ const struct peer_want *peer_rate_only(const struct shape_state *st,
 /* The same for old, st's entry for req's peer (NULL: none), found by the caller. */
 bool peer_rate_fits(const struct shape_state *st, const struct shape_request *req,
 		    const struct peer_want *old);
+/*
+ * Does req name its one peer's upload alone (`set IFACE peer KEY upload
+ * RATE`)? Then its one change is the peer's class on the IFB.
+ */
+bool peer_rate_upload(const struct shape_request *req);
 
 #endif

@@ -377,30 +377,39 @@ static int peer_rate_in_place(struct netlink *nl, const char *statedir, const ch
 			      const struct shape_request *req, const struct state_one *one)
 {
 	const struct peer_want *old = peer_rate_only(st, req);
+	bool up = peer_rate_upload(req);
+	struct link_info ifb;
 	uint64_t rate, was;
 	uint16_t minor;
-	int r;
+	int ifindex = link->ifindex, r;
 
 	if (!old)
 		return 1;
+	/* the upload: its class on the IFB */
+	if (up && netlink_link_get(nl, st->ifb, &ifb) < 0)
+		return 1;
+	if (up)
+		ifindex = ifb.ifindex;
 	/* old is st's: shape_peers_update below replaces it */
 	minor = old->minor;
-	was = MIN(old->rate, TREE_RATE_UNLIMITED);
-	rate = MIN(req->peers[0].rate, TREE_RATE_UNLIMITED);
-	r = netlink_htb_class_set(nl, link->ifindex, TREE_HANDLE(minor),
-				  TREE_HANDLE(TREE_CAP_MINOR), rate, rate, QDISC_CHANGE);
+	was = MIN(up ? old->upload : old->rate, TREE_RATE_UNLIMITED);
+	rate = MIN(up ? req->peers[0].upload : req->peers[0].rate, TREE_RATE_UNLIMITED);
+	r = netlink_htb_class_set(nl, ifindex, TREE_HANDLE(minor), TREE_HANDLE(TREE_CAP_MINOR),
+				  rate, rate, QDISC_CHANGE);
 	if (r < 0) {
-		log_debug("%s: class 1:%x: change in place: %s; planning the tree", ifname, minor,
+		log_debug("%s: class 1:%x%s: change in place: %s; planning the tree", ifname, minor,
+			  up ? " (upload)" : "",
 			  *netlink_ext_msg(nl) ? netlink_ext_msg(nl) : strerror(-r));
 		return 1;
 	}
 	shape_peers_update(st, req);
 	r = state_commit(statedir, ifname, req, st, st->overhead, one);
 	if (r < 0)
-		netlink_htb_class_set(nl, link->ifindex, TREE_HANDLE(minor),
-				      TREE_HANDLE(TREE_CAP_MINOR), was, was, QDISC_CHANGE);
+		netlink_htb_class_set(nl, ifindex, TREE_HANDLE(minor), TREE_HANDLE(TREE_CAP_MINOR),
+				      was, was, QDISC_CHANGE);
 	else if (r == 0)
-		log_debug("%s: class 1:%x changed in place", ifname, minor);
+		log_debug("%s: class 1:%x%s changed in place", ifname, minor,
+			  up ? " (upload)" : "");
 	return r;
 }
 
@@ -567,7 +576,8 @@ static int peer_rate_one(struct netlink *nl, const char *statedir, const char *i
 	int r;
 
 	if (req->peers_action != PEERS_ONE || req->n_peers != 1 || !req->peers[0].rate ||
-	    !ifname_is_valid(ifname) || netlink_link_get(nl, ifname, &link) < 0)
+	    !req->peers[0].upload || !ifname_is_valid(ifname) ||
+	    netlink_link_get(nl, ifname, &link) < 0)
 		return 1;
 	if (state_load_one(statedir, ifname, req->peers[0].key, &st, &one) < 0)
 		return 1;

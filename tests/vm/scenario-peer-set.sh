@@ -79,7 +79,7 @@ new_key() { wg genkey | wg pubkey; }
 step "bad input: one line, exit 2, nothing changed"
 expect_wgshape_fails srv 'not a WireGuard public key' set wg0 peer notakey download 5mbit
 expect_wgshape_fails srv 'download' set wg0 peer "$CLI_KEY" download fast
-expect_wgshape_fails srv 'download' set wg0 peer "$CLI_KEY" upload 5mbit
+expect_wgshape_fails srv 'needs download RATE.off or upload RATE.off' set wg0 peer "$CLI_KEY" sideways 5mbit
 expect_wgshape_fails srv "interface's" set wg0 peer "$CLI_KEY" download 5mbit egress 1mbit
 expect_eq "srv wg0 root before" noqueue "$(root_text_kind)"
 

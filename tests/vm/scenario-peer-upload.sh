@@ -19,6 +19,7 @@
 # the control's, their goodput at least 60% of the line; the upload went
 # through the peer's class on the IFB (its bytes grew by at least the
 # goodput's worth) and IPv6 from cli's /128 too; show and the state say so;
+# a new upload rate is one change of the class in place (-v says so);
 # the download tree beside it; `upload off` takes the IFB away and leaves the
 # download class; a bad rate is one line and no change; the daemon builds the
 # same from `[peer] upload =`; clear puts wg0 back as it was.
@@ -78,6 +79,10 @@ expect_eq "show: ingress per peer" true "$(jq -r '.[0].ingress.per_peer' <<<"$WG
 expect_eq "show: cli's upload" "$((SHAPE_K * 1000))" "$(jq -r --arg k "$CLI_KEY" '.[0].ingress.classes[] | select(.public_key == $k) | .upload' <<<"$WG_OUT")"
 expect_wgshape_ok srv set wg0 peer "$CLI_KEY" upload "${SHAPE_K}kbit"
 expect_eq "set again: the same class" "$CID" "$(ifb_class_for "$CLI_TUN4")"
+expect_wgshape_ok srv -v set wg0 peer "$CLI_KEY" upload "$((SHAPE_K / 2))kbit"
+expect_match "a new upload rate: one change of the class in place" "class $CID \(upload\) changed in place" "$WG_ERR"
+expect_eq "its ceil" "$(rate_bits "$((SHAPE_K / 2))Kbit")" "$(rate_bits "$(htb_class_field srv "$IFB" "$CID" ceil)")"
+expect_wgshape_ok srv set wg0 peer "$CLI_KEY" upload "${SHAPE_K}kbit"
 
 step "under load, 4 streams"
 B0=$(ifb_bytes "$CID")
