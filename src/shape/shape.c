@@ -421,33 +421,45 @@ static int peer_rate_in_place(struct netlink *nl, const char *statedir, const ch
  * refused): the long way then.
  */
 static int peer_rate_kept(struct netlink *nl, const char *statedir, const char *ifname,
-			  const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source)
+			  const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source, bool up)
 {
 	struct peer_want *old, w;
 	struct shape_state *st = state_borrow(statedir, ifname, key, &old);
 	struct shape_request req = { .peers_action = PEERS_ONE, .n_peers = 1, .peers = &w };
-	int r;
+	struct link_info ifb;
+	/* the state's ifindex: a link made again since has another, and the change fails */
+	int ifindex = st ? st->ifindex : 0, r;
 
 	if (!st || !old || !rate)
 		return 1;
 	w = *old;
-	w.rate = rate;
+	if (up) {
+		w.rate = PEER_RATE_KEEP;
+		w.upload = rate;
+	} else {
+		w.rate = rate;
+	}
 	text_copy(w.source, sizeof(w.source), source);
 	if (!peer_rate_fits(st, &req, old))
 		return 1;
-	/* the state's ifindex: a link made again since has another, and the change fails */
-	r = netlink_htb_class_set(nl, st->ifindex, TREE_HANDLE(old->minor),
+	/* the upload: its class on the IFB */
+	if (up && netlink_link_get(nl, st->ifb, &ifb) < 0)
+		return 1;
+	if (up)
+		ifindex = ifb.ifindex;
+	r = netlink_htb_class_set(nl, ifindex, TREE_HANDLE(old->minor),
 				  TREE_HANDLE(TREE_CAP_MINOR), MIN(rate, TREE_RATE_UNLIMITED),
 				  MIN(rate, TREE_RATE_UNLIMITED), QDISC_CHANGE);
 	if (r < 0) {
-		log_debug("%s: class 1:%x: change in place: %s; the long way", ifname, old->minor,
+		log_debug("%s: class 1:%x%s: change in place: %s; the long way", ifname, old->minor,
+			  up ? " (upload)" : "",
 			  *netlink_ext_msg(nl) ? netlink_ext_msg(nl) : strerror(-r));
 		return 1;
 	}
-	old->rate = rate;
+	*(up ? &old->upload : &old->rate) = rate;
 	text_copy(old->source, sizeof(old->source), source);
 	state_borrow_changed(statedir, ifname);
-	log_debug("%s: class 1:%x changed in place", ifname, old->minor);
+	log_debug("%s: class 1:%x%s changed in place", ifname, old->minor, up ? " (upload)" : "");
 	return 0;
 }
 
@@ -461,7 +473,7 @@ int shape_peer_rate(struct netlink *nl, const char *statedir, const char *ifname
 	char stale_ifb[IFNAME_SIZE], own[sizeof(st.source)];
 	int r, lock;
 
-	r = peer_rate_kept(nl, statedir, ifname, key, rate, source);
+	r = peer_rate_kept(nl, statedir, ifname, key, rate, source, false);
 	if (r != 1)
 		return r;
 	lock = state_lock(statedir, ifname);
@@ -491,27 +503,7 @@ out:
 int shape_peer_upload_rate(struct netlink *nl, const char *statedir, const char *ifname,
 			   const uint8_t key[WG_KEY_LEN], uint64_t rate, const char *source)
 {
-	struct peer_want *old;
-	struct shape_state *st = state_borrow(statedir, ifname, key, &old);
-	struct link_info ifb;
-	uint64_t r64 = MIN(rate, TREE_RATE_UNLIMITED);
-	int r;
-
-	if (!st || !old || !rate || !old->upload || !old->minor || !st->in_tree || st->in_cap ||
-	    netlink_link_get(nl, st->ifb, &ifb) < 0)
-		return 1;
-	r = netlink_htb_class_set(nl, ifb.ifindex, TREE_HANDLE(old->minor),
-				  TREE_HANDLE(TREE_CAP_MINOR), r64, r64, QDISC_CHANGE);
-	if (r < 0) {
-		log_debug("%s: %s class 1:%x: change in place: %s; the long way", ifname, st->ifb,
-			  old->minor, *netlink_ext_msg(nl) ? netlink_ext_msg(nl) : strerror(-r));
-		return 1;
-	}
-	old->upload = rate;
-	text_copy(old->source, sizeof(old->source), source);
-	state_borrow_changed(statedir, ifname);
-	log_debug("%s: %s class 1:%x changed in place", ifname, st->ifb, old->minor);
-	return 0;
+	return peer_rate_kept(nl, statedir, ifname, key, rate, source, true);
 }
 
 int shape_peers_activity(struct netlink *nl, const char *statedir, const char *ifname,
