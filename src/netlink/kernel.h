@@ -80,20 +80,39 @@ int netlink_ifb_add(struct netlink *nl, const char *name, int *ifindex);
 int netlink_link_del(struct netlink *nl, int ifindex);
 
 /*
- * ingress qdisc (ffff:) on ifindex with a match-all filter redirecting to
- * to_ifindex; with have_qdisc, the filter alone on the ingress qdisc there.
+ * A clsact (ffff:) on ifindex with a match-all filter on its ingress hook
+ * redirecting to to_ifindex; with have_qdisc, the filter alone on the
+ * clsact or ingress qdisc there.
  */
 int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex, bool have_qdisc);
-/*
- * *present: an ingress qdisc (or clsact) exists; *redirect_ifindex: where
- * wgshape's filter (the one matchall at wgshape's priority, redirecting to a
- * device) sends, else 0; *theirs: other filters are on it too (the user's).
- */
-int netlink_ingress_get(struct netlink *nl, int ifindex, bool *present, int *redirect_ifindex,
-			bool *theirs);
+/* What is in ifindex's ingress slot (ffff:), as wgshape sees it. */
+struct ingress_slot {
+	/* an ingress qdisc or clsact, unless a clsact with only wgshape's tc programs */
+	bool present;
+	/* where wgshape's filter (the one matchall at its priority) sends; else 0 */
+	int redirect_ifindex;
+	/* filters beside wgshape's (the user's), or a clsact with nothing of wgshape's */
+	bool theirs;
+	/* the daemon's tc programs (netlink_tc_bpf_attach) are on it: it stays with them */
+	bool bpf;
+};
+int netlink_ingress_get(struct netlink *nl, int ifindex, struct ingress_slot *out);
 int netlink_ingress_del(struct netlink *nl, int ifindex);
 /* Delete wgshape's filter (its priority) alone, leaving the qdisc and other filters. */
 int netlink_ingress_filter_del(struct netlink *nl, int ifindex);
+
+/*
+ * The daemon's tc programs (direct action, returning TC_ACT_UNSPEC: they
+ * only watch) on both hooks of ifindex's clsact, "NAME_out" and "NAME_in",
+ * at a priority before wgshape's redirect: replaced when there. The clsact
+ * is made when the slot is empty (*made); -EBUSY when an ingress qdisc holds
+ * it (no egress hook). On failure nothing of it is left.
+ */
+#define NETLINK_TC_BPF_PRIO 49151
+int netlink_tc_bpf_attach(struct netlink *nl, int ifindex, int egress_fd, int ingress_fd,
+			  const char *name, bool *made);
+/* Take them away; and the clsact when made and nothing else is on it. */
+int netlink_tc_bpf_detach(struct netlink *nl, int ifindex, bool made);
 
 /*
  * Per-peer shaping: an HTB root on an interface, a class per peer with a

@@ -60,15 +60,18 @@ static bool redirect_ours(struct netlink *nl, int redirect, int ifb_ifindex)
  * on it; alone when the user put filters of theirs beside it, which stay
  * (wgshape made the qdisc, but it is theirs too now).
  */
-static int redirect_del(struct netlink *nl, const char *ifname, int ifindex, bool theirs)
+static int redirect_del(struct netlink *nl, const char *ifname, int ifindex,
+			const struct ingress_slot *slot)
 {
+	/* the daemon's tc programs keep the clsact too, without a word */
+	bool keep = slot->theirs || slot->bpf;
 	int r;
 
-	r = theirs ? netlink_ingress_filter_del(nl, ifindex) : netlink_ingress_del(nl, ifindex);
+	r = keep ? netlink_ingress_filter_del(nl, ifindex) : netlink_ingress_del(nl, ifindex);
 	if (r < 0)
 		return shape_fail(nl, ifname, OP_INGRESS, r,
-			    theirs ? "delete ingress redirect" : "delete ingress qdisc");
-	if (theirs)
+			    keep ? "delete ingress redirect" : "delete ingress qdisc");
+	if (slot->theirs)
 		log_info("%s: the ingress qdisc has filters wgshape did not add: leaving them "
 			 "and the qdisc", ifname);
 	return 0;
@@ -80,10 +83,9 @@ static int redirect_del(struct netlink *nl, const char *ifname, int ifindex, boo
  * not, or -errno (logged).
  */
 static int ingress_read(struct netlink *nl, const char *ifname, const struct link_info *link,
-			const char *ifb, bool *present, int *redirect, bool *theirs,
-			struct link_info *ifbl)
+			const char *ifb, struct ingress_slot *slot, struct link_info *ifbl)
 {
-	int r = netlink_ingress_get(nl, link->ifindex, present, redirect, theirs);
+	int r = netlink_ingress_get(nl, link->ifindex, slot);
 
 	if (r < 0)
 		return shape_fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
@@ -99,34 +101,35 @@ static int ingress_read(struct netlink *nl, const char *ifname, const struct lin
  * says (it names the IFB): the redirect only when wgshape's filter sends to
  * that IFB or to one that is gone; the IFB only when it is an IFB, has a
  * name wgshape gives this interface, and nothing else redirects elsewhere.
- * A clsact is never wgshape's: it stays with all on it.
+ * A clsact with nothing of wgshape's on it is the user's: it stays with all on it.
  */
 int ingress_remove(struct netlink *nl, const char *ifname, const struct link_info *link,
 		   const char *ifb)
 {
 	struct link_info ifbl;
-	bool present, have_ifb, theirs, removed = false;
-	int redirect, r;
+	struct ingress_slot slot;
+	bool have_ifb, removed = false;
+	int r;
 
 	if (!ifb_name_ours(ifname, ifb)) {
 		log_info("%s: IFB %s is not a name wgshape gives %s: leaving it and the ingress "
 			 "qdisc", ifname, TEXT_QUOTE(ifb), ifname);
 		return 0;
 	}
-	r = ingress_read(nl, ifname, link, ifb, &present, &redirect, &theirs, &ifbl);
+	r = ingress_read(nl, ifname, link, ifb, &slot, &ifbl);
 	if (r < 0)
 		return r;
 	have_ifb = r == 1 && !strcmp(ifbl.kind, "ifb");
-	if (present && redirect_ours(nl, redirect, have_ifb ? ifbl.ifindex : 0)) {
-		r = redirect_del(nl, ifname, link->ifindex, theirs);
+	if (slot.present && redirect_ours(nl, slot.redirect_ifindex, have_ifb ? ifbl.ifindex : 0)) {
+		r = redirect_del(nl, ifname, link->ifindex, &slot);
 		if (r < 0)
 			return r;
 		removed = true;
-	} else if (present) {
+	} else if (slot.present) {
 		log_info("%s: the ingress qdisc is not wgshape's redirect to %s: leaving it",
 			 ifname, ifb);
 	}
-	if (have_ifb && (!present || removed)) {
+	if (have_ifb && (!slot.present || removed)) {
 		r = netlink_link_del(nl, ifbl.ifindex);
 		if (r < 0 && r != -ENODEV)
 			return shape_fail(nl, ifname, OP_IFB, r, "delete IFB");
@@ -139,12 +142,12 @@ int ingress_remove(struct netlink *nl, const char *ifname, const struct link_inf
  * unless filters of the user's are on it; then only wgshape's filter, if it
  * is there, and the qdisc stays for the new one.
  */
-static int ingress_unbreak(struct netlink *nl, const char *ifname, int ifindex, int redirect,
-			   int ifb_ifindex, bool theirs)
+static int ingress_unbreak(struct netlink *nl, const char *ifname, int ifindex,
+			   const struct ingress_slot *slot, int ifb_ifindex)
 {
-	if (theirs && !redirect_ours(nl, redirect, ifb_ifindex))
+	if (slot->theirs && !redirect_ours(nl, slot->redirect_ifindex, ifb_ifindex))
 		return 0;
-	return redirect_del(nl, ifname, ifindex, theirs);
+	return redirect_del(nl, ifname, ifindex, slot);
 }
 
 /*
@@ -239,15 +242,18 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 {
 	char ifb[IFNAME_SIZE];
 	struct link_info ifbl;
-	bool present, have_ifb, ours, theirs;
+	struct ingress_slot slot;
+	bool have_ifb, ours, present;
 	int redirect, r;
 
 	shape_ifb_name(ifname, ifb);
-	r = ingress_read(nl, ifname, link, ifb, &present, &redirect, &theirs, &ifbl);
+	r = ingress_read(nl, ifname, link, ifb, &slot, &ifbl);
 	if (r < 0)
 		return r;
 	have_ifb = r == 1;
 	ours = st->ingress || !strcmp(stale_ifb, ifb);
+	present = slot.present;
+	redirect = slot.redirect_ifindex;
 
 	if (have_ifb && (!ours || strcmp(ifbl.kind, "ifb") != 0)) {
 		log_err("%s: add IFB %s: the name is taken by an interface wgshape did not make "
@@ -271,13 +277,13 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 			 present ? "IFB or redirect" : "IFB");
 	if (present) {
 		/* Ours, but broken (the IFB or the redirect went away): rebuild it. */
-		r = ingress_unbreak(nl, ifname, link->ifindex, redirect,
-				    have_ifb ? ifbl.ifindex : 0, theirs);
+		r = ingress_unbreak(nl, ifname, link->ifindex, &slot, have_ifb ? ifbl.ifindex : 0);
 		if (r < 0)
 			return r;
 	}
-	r = ingress_make(nl, ifname, link, ifb, have_ifb ? ifbl.ifindex : 0, present && theirs,
-			 tree, st, o, u);
+	/* the qdisc stays: the user's filters are on it, or the daemon's programs */
+	r = ingress_make(nl, ifname, link, ifb, have_ifb ? ifbl.ifindex : 0,
+			 (present && slot.theirs) || slot.bpf, tree, st, o, u);
 	if (r < 0)
 		return r;
 	st->ingress = true;

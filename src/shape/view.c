@@ -142,15 +142,16 @@ static int view_egress(struct netlink *nl, const char *ifname, const struct shap
 static int view_ingress(struct netlink *nl, const char *ifname, const struct shape_state *st,
 			struct shape_view *v)
 {
+	struct ingress_slot slot;
 	struct link_info ifbl;
-	bool present, theirs;
 	int redirect, r;
 
 	shape_ifb_name(ifname, v->ingress.dev);
-	r = netlink_ingress_get(nl, v->link.ifindex, &present, &redirect, &theirs);
+	r = netlink_ingress_get(nl, v->link.ifindex, &slot);
 	if (r < 0)
 		return shape_fail(nl, ifname, OP_INGRESS, r, "read ingress qdisc");
-	if (!present || !redirect || netlink_link_get_index(nl, redirect, &ifbl) != 0)
+	redirect = slot.redirect_ifindex;
+	if (!slot.present || !redirect || netlink_link_get_index(nl, redirect, &ifbl) != 0)
 		return 0;
 	snprintf(v->ingress.dev, sizeof(v->ingress.dev), "%s", ifbl.name);
 	r = netlink_qdisc_root(nl, redirect, &v->ingress.qdisc);

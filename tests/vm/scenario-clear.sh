@@ -123,7 +123,7 @@ inns srv tc qdisc del dev wg0 clsact
 
 step "a filter the user adds to wgshape's ingress qdisc survives a change and clear"
 expect_wgshape_ok srv set wg0 ingress 5mbit
-inns srv tc filter add dev wg0 parent ffff: prio 10 matchall action continue
+inns srv tc filter add dev wg0 ingress prio 10 matchall action continue
 expect_wgshape_ok srv set wg0 ingress 8mbit
 expect_cake srv ifb4wg0 bandwidth=1000000
 expect_mirred_redirect srv wg0 ifb4wg0
@@ -133,7 +133,7 @@ expect_wgshape_ok srv clear wg0
 expect_eq "srv has no ifb4wg0" no "$(link_exists srv ifb4wg0 && echo yes || echo no)"
 expect_eq "srv wg0 ingress filters after clear: the user's alone" '[{"actions":["gact"],"kind":"matchall","pref":10,"protocol":"all"}]' \
 	"$(ingress_side srv wg0 | tail -n 1)"
-inns srv tc qdisc del dev wg0 ingress
+inns srv tc qdisc del dev wg0 clsact
 
 step "state of an interface that is gone: show says clear forgets it, and clear does"
 printf 'not a state file\n' >"$dir/junk0.state"

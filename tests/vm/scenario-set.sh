@@ -22,7 +22,7 @@ expect_eq "cli ifb4wg0 link kind" ifb "$(link_kind cli ifb4wg0)"
 expect_eq "cli ifb4wg0 is up" true \
 	"$(inns cli ip -j link show dev ifb4wg0 | jq '.[0].flags | index("UP") != null')"
 expect_cake cli ifb4wg0 bandwidth=1250000 overhead="$auto" ingress=true
-expect_eq "cli wg0 ingress qdisc" "ingress ffff:" \
+expect_eq "cli wg0 ingress qdisc" "clsact ffff:" \
 	"$(ingress_qdisc cli wg0 | jq -r '"\(.kind) \(.handle)"')"
 expect_mirred_redirect cli wg0 ifb4wg0
 
