@@ -16,6 +16,7 @@
 #include <glib.h>
 
 #include "adapt/probe.h"
+#include "adapt/tcp-rtt.h"
 #include "proto/tune.h"
 #include "serve/serve.h"
 
@@ -257,9 +258,31 @@ static void test_far_end(void)
 	close(fd);
 }
 
+/* The passive round trip of a tick: what the daemon feeds the controller. */
+static void test_tcp_rtt_pick(void)
+{
+	/* none timed: none */
+	g_assert_cmpint(adapt_tcp_rtt_pick(UINT32_MAX, UINT32_MAX, 0, 1500, 125000), ==, -1);
+	/* an answer to an acknowledgement: as it is */
+	g_assert_cmpint(adapt_tcp_rtt_pick(UINT32_MAX, 43000, 30000, 1500, 125000), ==, 43000);
+	/*
+	 * an answer to data at 1 Mbit/s (125,000 bytes/s), 3,500 bytes queued in
+	 * the class: 5,000 bytes' wait (40 ms) off 100 ms
+	 */
+	g_assert_cmpint(adapt_tcp_rtt_pick(100000, UINT32_MAX, 3500, 1500, 125000), ==, 60000);
+	/* ... no more than half of it, when the class says more than the line took */
+	g_assert_cmpint(adapt_tcp_rtt_pick(50000, UINT32_MAX, 60000, 1500, 125000), ==, 25000);
+	/* the least of both */
+	g_assert_cmpint(adapt_tcp_rtt_pick(100000, 50000, 3500, 1500, 125000), ==, 50000);
+	g_assert_cmpint(adapt_tcp_rtt_pick(100000, 70000, 3500, 1500, 125000), ==, 60000);
+	/* a rate of 0 (unknown): nothing taken off */
+	g_assert_cmpint(adapt_tcp_rtt_pick(100000, UINT32_MAX, 3500, 1500, 0), ==, 100000);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/adapt/tcp-rtt/pick", test_tcp_rtt_pick);
 	g_test_add_func("/adapt/probe/owd", test_owd_compute);
 	g_test_add_func("/adapt/probe/owd-far-end-garbage", test_owd_far_end_garbage);
 	g_test_add_func("/adapt/probe/open-bad", test_open_bad);

@@ -50,6 +50,7 @@ OWNED = [
     (re.compile(r"^netlink/"), "netlink"),
     (re.compile(r"^microhttpd\.h$"), "serve"),
     (re.compile(r"^json-glib/"), "util"),
+    (re.compile(r"^bpf/"), "adapt"),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
