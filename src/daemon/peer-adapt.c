@@ -12,9 +12,18 @@
  * and the reconciler keeps it (peer_adapt_reconciler), so enforcing the
  * configuration does not undo it.
  *
- * One socket per address family, one timer and one table serve every
- * adapting peer; an answer finds its peer by its sequence number. While a
- * peer's class is idle nothing is sent. When the peer's own wgshape holds a
+ * Round trips come first from the peer's own TCP (passive): a tc program
+ * pair on the interface (adapt/tcp-rtt.h) times its TCP timestamps, armed
+ * only while the peer's class is loaded, and the daemon takes the least
+ * round trip of each tick. A round trip timed from data sent to the peer
+ * includes the time that data waited in the peer's own class (the program
+ * sees it before the qdisc), and the delayed ACK's wait for a second
+ * packet: the class's backlog and one packet at its rate are taken off.
+ * A tick with none (no TCP, or no timestamps: a call, QUIC) sends an echo.
+ *
+ * One socket per address family, one timer, one table and one tc program
+ * pair serve every adapting peer; an answer finds its peer by its sequence
+ * number. While a peer's class is idle nothing is sent or timed. When the peer's own wgshape holds a
  * lease on its rate (the rate channel), that one adapts it: the server
  * stands aside (said once) until the lease ends.
  */
@@ -27,6 +36,7 @@
 
 #include "adapt/controller.h"
 #include "adapt/ping.h"
+#include "adapt/tcp-rtt.h"
 #include "daemon/internal.h"
 #include "shape/peers.h"
 #include "shape/shape.h"
@@ -38,6 +48,9 @@
 #define IDLE_TICK_MS 200 /* otherwise: its counter looked at, nothing sent */
 #define IDLE_AFTER_US 1000000 /* no traffic this long: idle */
 #define SENT_KEPT 1024 /* probes remembered, by seq % SENT_KEPT */
+#define MAX_TIMED 8 /* a peer's addresses whose TCP is timed */
+#define TC_PROG_NAME "wgshape_rtt"
+#define FULL_PACKET 1500 /* bytes */
 
 enum { PA_DOWN, PA_UP };
 static const char *const pa_dir_names[] = { "download", "upload" };
@@ -48,6 +61,7 @@ struct pdir {
 	uint64_t min, base, max; /* as its [peer] section says */
 	struct adapt_ctl ctl;
 	uint64_t bytes; /* its class's, as last read */
+	uint32_t backlog; /* ... and the bytes queued in it */
 	gint64 bytes_us; /* when */
 	uint64_t sample_bytes; /* ... at the last sample */
 	bool have_bytes, have_sample;
@@ -64,6 +78,14 @@ struct padapt {
 	int family;
 	uint8_t addr[16];
 	char addr_text[INET6_ADDRSTRLEN];
+	/* the addresses whose TCP is timed: its /32s and /128s, and probe = */
+	struct {
+		int family;
+		uint8_t addr[16];
+	} timed[MAX_TIMED];
+	int n_timed;
+	bool armed; /* their timing is on (the peer is loaded) */
+	bool passive_said;
 	struct pdir dir[2]; /* PA_DOWN, PA_UP */
 	bool aside; /* its client's lease decides (said once) */
 	bool lost_said;
@@ -90,6 +112,16 @@ struct peer_adapters {
 	unsigned int next_id;
 	uint16_t seq;
 	struct sent sent[SENT_KEPT];
+	struct adapt_tcp_rtt *rtt; /* the tc programs; NULL: not loaded (yet) */
+	bool rtt_failed;
+	GHashTable *hooked; /* ifname -> struct hook: where the programs are attached */
+};
+
+/* An interface the programs are attached to, or could not be (said once for its ifindex). */
+struct hook {
+	int ifindex;
+	bool made; /* the clsact is ours */
+	bool failed;
 };
 
 static char *peer_id(const char *ifname, const uint8_t *key)
@@ -105,7 +137,7 @@ static int fam_slot(int family)
 	return family == AF_INET ? 0 : 1;
 }
 
-static void on_answer(struct daemon *d, struct padapt *p, gint64 sent_us, gint64 now_us);
+static void on_rtt(struct daemon *d, struct padapt *p, gint64 rtt_us, gint64 now_us);
 
 static gboolean on_ping_fd(gint fd, GIOCondition cond, gpointer data)
 {
@@ -128,7 +160,7 @@ static gboolean on_ping_fd(gint fd, GIOCondition cond, gpointer data)
 			p = g_hash_table_lookup(pa->by_id, GUINT_TO_POINTER(s->id));
 			s->id = 0;
 			if (p && !memcmp(from, p->addr, p->family == AF_INET ? 4 : 16))
-				on_answer(d, p, s->at_us, now);
+				on_rtt(d, p, now - s->at_us, now);
 		}
 	}
 	return G_SOURCE_CONTINUE;
@@ -182,7 +214,8 @@ static void apply(struct daemon *d, struct padapt *p, int i, enum adapt_why why)
 		  (double)adapt_added_us(&x->ctl) / 1000);
 }
 
-static void on_answer(struct daemon *d, struct padapt *p, gint64 sent_us, gint64 now_us)
+/* A round trip of p's (an echo's, or the least of its TCP's this tick): both controllers. */
+static void on_rtt(struct daemon *d, struct padapt *p, gint64 rtt_us, gint64 now_us)
 {
 	if (p->aside)
 		return;
@@ -195,8 +228,8 @@ static void on_answer(struct daemon *d, struct padapt *p, gint64 sent_us, gint64
 		struct adapt_sample s = {
 			.now_us = (uint64_t)now_us,
 			/* a round trip holds both directions' queues whole */
-			.delay_us = now_us - sent_us,
-			.rtt_us = (uint32_t)CLAMP(now_us - sent_us, 0, 10000000),
+			.delay_us = rtt_us,
+			.rtt_us = (uint32_t)CLAMP(rtt_us, 0, 10000000),
 		};
 		enum adapt_why why;
 
@@ -271,6 +304,7 @@ static void count(struct pdir *x, const struct tc_class_info *c, gint64 now)
 	bool had = x->have_bytes;
 
 	x->have_bytes = c != NULL;
+	x->backlog = c ? c->backlog_bytes : 0;
 	if (c) {
 		x->bytes = c->bytes;
 		x->bytes_us = now;
@@ -329,6 +363,49 @@ static void read_counters(struct daemon *d, gint64 now)
 
 static void set_tick(struct daemon *d, unsigned int ms);
 
+/* Arm (or disarm) the timing of p's TCP. */
+static void arm(struct daemon *d, struct padapt *p, bool on)
+{
+	struct peer_adapters *pa = d->padapt;
+
+	if (p->armed == on || !pa->rtt)
+		return;
+	p->armed = on;
+	for (int k = 0; k < p->n_timed; k++)
+		adapt_tcp_rtt_watch(pa->rtt, p->timed[k].family, p->timed[k].addr, on);
+}
+
+/*
+ * The least round trip of p's TCP since the last tick, in us: -1 when none
+ * was timed. One timed from data sent to p loses what that data waited in
+ * p's own class first (its backlog at its rate).
+ */
+static gint64 passive_rtt(struct daemon *d, struct padapt *p)
+{
+	struct peer_adapters *pa = d->padapt;
+	const struct pdir *down = &p->dir[PA_DOWN];
+	uint32_t data = UINT32_MAX, ack = UINT32_MAX;
+	gint64 best = -1;
+
+	if (!pa->rtt || !p->armed)
+		return -1;
+	for (int k = 0; k < p->n_timed; k++) {
+		struct adapt_tcp_rtt_take t;
+
+		if (adapt_tcp_rtt_take(pa->rtt, p->timed[k].family, p->timed[k].addr, &t) != 1)
+			continue;
+		data = MIN(data, t.data_us);
+		ack = MIN(ack, t.ack_us);
+	}
+	best = adapt_tcp_rtt_pick(data, ack, down->backlog, FULL_PACKET, down->ctl.rate);
+	if (best >= 0 && !p->passive_said) {
+		log_info("%s: peer %s: adapt: round trips from its own TCP (timestamps on %s)",
+			 p->ifname, p->name, p->ifname);
+		p->passive_said = true;
+	}
+	return best;
+}
+
 static gboolean on_tick(gpointer data)
 {
 	struct daemon *d = data;
@@ -344,6 +421,7 @@ static gboolean on_tick(gpointer data)
 		struct padapt *p = val;
 		bool loaded = false;
 		struct adapt_ping *ping;
+		gint64 rtt;
 
 		look_up(d, p, now);
 		if (p->leased != p->aside) {
@@ -360,8 +438,10 @@ static gboolean on_tick(gpointer data)
 				p->dir[i].have_sample = false;
 			}
 		}
-		if (p->aside)
+		if (p->aside) {
+			arm(d, p, false);
 			continue;
+		}
 		for (int i = PA_DOWN; i <= PA_UP; i++) {
 			struct pdir *x = &p->dir[i];
 			enum adapt_why why;
@@ -385,9 +465,15 @@ static gboolean on_tick(gpointer data)
 			if (why != ADAPT_NONE)
 				apply(d, p, i, why);
 		}
+		arm(d, p, loaded);
 		if (!loaded)
 			continue;
 		any_loaded = true;
+		rtt = passive_rtt(d, p);
+		if (rtt >= 0) {
+			on_rtt(d, p, rtt, now);
+			continue;
+		}
 		ping = pinger(d, p->family);
 		if (ping) {
 			struct sent *s = &pa->sent[pa->seq % SENT_KEPT];
@@ -434,6 +520,29 @@ static bool probe_addr(const struct conf_peer *cp, const struct wg_peer *wp, int
 	return false;
 }
 
+/* The addresses whose TCP is timed: p's /32s and /128s, and its probe address. */
+static void timed_addrs(struct padapt *p, const struct wg_peer *wp)
+{
+	bool probe_in = false;
+
+	for (size_t i = 0; wp && i < wp->n_allowed && p->n_timed < MAX_TIMED; i++) {
+		const struct tc_prefix *a = &wp->allowed[i];
+
+		if (a->prefixlen != (a->family == AF_INET ? 32u : 128u))
+			continue;
+		p->timed[p->n_timed].family = a->family;
+		memcpy(p->timed[p->n_timed].addr, a->addr, 16);
+		probe_in |= a->family == p->family &&
+			    !memcmp(a->addr, p->addr, a->family == AF_INET ? 4 : 16);
+		p->n_timed++;
+	}
+	if (!probe_in && p->n_timed < MAX_TIMED) {
+		p->timed[p->n_timed].family = p->family;
+		memcpy(p->timed[p->n_timed].addr, p->addr, 16);
+		p->n_timed++;
+	}
+}
+
 /* ifname's adapting peers as the configuration says now, into want (id -> padapt). */
 static void wanted_on(struct daemon *d, const char *ifname, const struct shape_state *st,
 		      GHashTable *want)
@@ -451,7 +560,7 @@ static void wanted_on(struct daemon *d, const char *ifname, const struct shape_s
 
 		if (!cp || !cp->adapt)
 			continue;
-		if (!cp->probe && !read) {
+		if (!read) {
 			read = true;
 			if (netlink_wg_peers(d->nl, ifname, &peers, &n) < 0)
 				n = 0;
@@ -475,6 +584,7 @@ static void wanted_on(struct daemon *d, const char *ifname, const struct shape_s
 			continue;
 		}
 		inet_ntop(p->family, p->addr, p->addr_text, sizeof(p->addr_text));
+		timed_addrs(p, wp);
 		for (int k = PA_DOWN; k <= PA_UP; k++) {
 			if (!p->dir[k].on)
 				continue;
@@ -497,6 +607,107 @@ static bool same(const struct padapt *p, const struct padapt *q)
 			return false;
 	return p->family == q->family && !memcmp(p->addr, q->addr, sizeof(p->addr)) &&
 	       !strcmp(p->name, q->name);
+}
+
+/* The tc programs, loaded when first needed; NULL when they cannot be (said once). */
+static struct adapt_tcp_rtt *tcp_rtt(struct daemon *d)
+{
+	struct peer_adapters *pa = d->padapt;
+	int r;
+
+	if (pa->rtt || pa->rtt_failed)
+		return pa->rtt;
+	r = adapt_tcp_rtt_open(&pa->rtt);
+	if (r < 0) {
+		pa->rtt_failed = true;
+		pa->rtt = NULL;
+		log_info("peer adapt: no tc program to time peers' TCP (%s): ICMP echo alone",
+			 r == -EOPNOTSUPP ? "built without libbpf" : strerror(-r));
+	}
+	return pa->rtt;
+}
+
+static void unhook(struct daemon *d, const char *ifname, const struct hook *h)
+{
+	int r;
+
+	if (h->failed)
+		return;
+	r = netlink_tc_bpf_detach(d->nl, h->ifindex, h->made);
+	if (r < 0 && r != -ENODEV)
+		log_warn("%s: peer adapt: take its tc programs away: %s", ifname, strerror(-r));
+}
+
+/* The programs on ifname (its ifindex): attached unless they are there already. */
+static void hook(struct daemon *d, const char *ifname, int ifindex)
+{
+	struct peer_adapters *pa = d->padapt;
+	struct hook *h = g_hash_table_lookup(pa->hooked, ifname), nh = { 0 };
+	struct ingress_slot slot;
+	int r;
+
+	if (h && h->ifindex == ifindex &&
+	    (h->failed || (netlink_ingress_get(d->nl, ifindex, &slot) == 0 && slot.bpf)))
+		return; /* there, or failed here before (said): not again on this ifindex */
+	r = netlink_tc_bpf_attach(d->nl, ifindex, adapt_tcp_rtt_prog_fd(pa->rtt, true),
+				  adapt_tcp_rtt_prog_fd(pa->rtt, false), TC_PROG_NAME, &nh.made);
+	nh.ifindex = ifindex;
+	nh.failed = r < 0;
+	if (r == 0) {
+		if (h)
+			log_info("%s: peer adapt: its tc programs were gone: attached again", ifname);
+	} else if (r == -EBUSY) {
+		log_warn("%s: peer adapt: an ingress qdisc holds the slot the programs need (a "
+			 "clsact's): its peers' round trips from ICMP echo alone", ifname);
+	} else {
+		log_warn("%s: peer adapt: attach the tc programs that time its peers' TCP: %s: "
+			 "ICMP echo alone", ifname, strerror(-r));
+	}
+	g_hash_table_replace(pa->hooked, g_strdup(ifname), g_memdup2(&nh, sizeof(nh)));
+}
+
+/* The programs on every interface with adapting peers, and on no other. */
+static void hooks_sync(struct daemon *d)
+{
+	struct peer_adapters *pa = d->padapt;
+	g_autoptr(GHashTable) want = g_hash_table_new(g_str_hash, g_str_equal);
+	GHashTableIter it;
+	gpointer key, val;
+
+	g_hash_table_iter_init(&it, pa->peers);
+	while (g_hash_table_iter_next(&it, NULL, &val))
+		g_hash_table_add(want, ((struct padapt *)val)->ifname);
+	g_hash_table_iter_init(&it, pa->hooked);
+	while (g_hash_table_iter_next(&it, &key, &val)) {
+		if (g_hash_table_contains(want, key))
+			continue;
+		unhook(d, key, val);
+		g_hash_table_iter_remove(&it);
+	}
+	if (!g_hash_table_size(want) || !tcp_rtt(d))
+		return;
+	g_hash_table_iter_init(&it, want);
+	while (g_hash_table_iter_next(&it, &key, NULL)) {
+		const struct shape_state *st = state_peek(d->opts->statedir, key);
+
+		if (st && st->ifindex)
+			hook(d, key, st->ifindex);
+	}
+}
+
+/* The daemon stops: the programs come off every interface and are unloaded. */
+static void hooks_drop(struct daemon *d)
+{
+	struct peer_adapters *pa = d->padapt;
+	GHashTableIter it;
+	gpointer key, val;
+
+	g_hash_table_iter_init(&it, pa->hooked);
+	while (g_hash_table_iter_next(&it, &key, &val))
+		unhook(d, key, val);
+	g_hash_table_remove_all(pa->hooked);
+	adapt_tcp_rtt_free(pa->rtt);
+	pa->rtt = NULL;
 }
 
 static bool config_adapts(const struct config *cfg)
@@ -535,6 +746,8 @@ void peer_adapt_sync(struct daemon *d)
 		log_info("%s: peer %s: the server no longer adapts it", p->ifname, p->name);
 		if (p->dir[PA_DOWN].rate || p->dir[PA_UP].rate)
 			daemon_schedule(d, p->ifname, 0);
+		for (int k = 0; pa->rtt && k < p->n_timed; k++)
+			adapt_tcp_rtt_unwatch(pa->rtt, p->timed[k].family, p->timed[k].addr);
 		g_hash_table_remove(pa->by_id, GUINT_TO_POINTER(p->id));
 		g_hash_table_iter_remove(&it);
 	}
@@ -544,6 +757,8 @@ void peer_adapt_sync(struct daemon *d)
 		char b[2][UNITS_BUFSZ], lo[2][UNITS_BUFSZ], hi[2][UNITS_BUFSZ];
 
 		p->id = ++pa->next_id;
+		for (int k = 0; tcp_rtt(d) && k < p->n_timed; k++)
+			adapt_tcp_rtt_watch(pa->rtt, p->timed[k].family, p->timed[k].addr, false);
 		g_hash_table_iter_steal(&it);
 		g_hash_table_replace(pa->peers, key, p);
 		g_hash_table_replace(pa->by_id, GUINT_TO_POINTER(p->id), p);
@@ -562,6 +777,7 @@ void peer_adapt_sync(struct daemon *d)
 				 "probing %s while it is loaded", p->ifname, p->name, b[0], lo[0],
 				 hi[0], p->addr_text);
 	}
+	hooks_sync(d);
 	if (g_hash_table_size(pa->peers))
 		set_tick(d, pa->tick_ms ? pa->tick_ms : IDLE_TICK_MS);
 	else if (pa->timer) {
@@ -608,6 +824,7 @@ void peer_adapt_stop_all(struct daemon *d)
 	}
 	g_hash_table_remove_all(pa->by_id);
 	g_hash_table_remove_all(pa->peers);
+	hooks_drop(d);
 	if (pa->timer)
 		g_source_remove(pa->timer);
 	pa->timer = 0;
@@ -623,6 +840,7 @@ void peer_adapt_init(struct daemon *d)
 
 	pa->peers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	pa->by_id = g_hash_table_new(g_direct_hash, g_direct_equal);
+	pa->hooked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	pa->seq = (uint16_t)g_random_int();
 	d->padapt = pa;
 }
@@ -640,6 +858,8 @@ void peer_adapt_exit(struct daemon *d)
 			g_source_remove(pa->ping_src[i]);
 		adapt_ping_free(pa->ping[i]);
 	}
+	hooks_drop(d);
+	g_hash_table_unref(pa->hooked);
 	g_hash_table_unref(pa->by_id);
 	g_hash_table_unref(pa->peers);
 	g_free(pa);

@@ -1,10 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# The server adapts a peer that runs nothing but WireGuard (issue 26, the
-# active path): cli is a "phone", with no wgshape at all; srv's daemon has
-# [peer phone] download = 95% of FAST, adapt = yes, and times ICMP echoes to
-# cli's /32 inside the tunnel while cli's class carries traffic.
+# The server adapts a peer that runs nothing but WireGuard (issue 26): cli
+# is a "phone", with no wgshape at all; srv's daemon has [peer phone]
+# download = 95% of FAST, adapt = yes, and takes cli's round trips while
+# cli's class carries traffic: from cli's own TCP (its timestamps, timed by
+# tc programs on srv's wg0; the passive path), or from ICMP echoes to cli's
+# /32 inside the tunnel when its TCP gives none.
+#
+# The download run proves the passive path: cli answers no echo
+# (icmp_echo_ignore_all), so its TCP is the only signal; the daemon sends
+# few echoes under load and says it takes its round trips from cli's TCP.
+# The upload run proves the ICMP path: cli's TCP has no timestamps
+# (tcp_timestamps = 0, as on Windows), so the echoes are the only signal.
 #
 # The line: netem both ways, FAST (a sixth of what the VM moves unshaped, 6
 # to 12 Mbit/s) for PHASE s, then SLOW (4/15 of it) for PHASE s; 10 ms each
@@ -20,7 +28,10 @@
 # phase's p95 added latency (after its first 5 s) at most 100 ms and at most
 # half the fixed run's, its goodput at least 60% of the fixed run's; no
 # ICMP went out while the class was idle (srv's ICMP out counter over 10
-# idle seconds), some under load; `show` names the rate's source. Then the
+# idle seconds); under load, at least 100 (upload, ICMP path) or at most a
+# tenth of the ticks (download, passive path); `show` names the rate's
+# source; the tc programs are on srv's wg0 while the daemon runs, and gone
+# with the clsact when it stops. Then the
 # peer's own wgshape asks for its rate (client-download = yes): the server
 # says it stands aside, and the class holds what the client asked.
 #
@@ -50,6 +61,13 @@ sa_cleanup() {
 trap sa_cleanup EXIT
 
 lab_topology ipv4
+if [ "$DIR" = download ]; then
+	inns cli sysctl -qw net.ipv4.icmp_echo_ignore_all=1
+	info "cli answers no ICMP echo: its TCP is the only signal"
+else
+	inns cli sysctl -qw net.ipv4.tcp_timestamps=0
+	info "cli's TCP carries no timestamps: ICMP echo is the only signal"
+fi
 iperf_server srv "$SRV_TUN4"
 lab_step_line
 info "line: ${FAST_K}kbit -> ${SLOW_K}kbit, $PHASE s each, both ways, 10 ms each way, $LIMIT packets of buffer"
@@ -115,12 +133,15 @@ run() {
 		wgshape srv show wg0
 		SHOW_OUT=$WG_OUT
 		ECHOES=$(($(icmp_out) - e0))
+		HOOKS=$(inns srv tc filter show dev wg0 egress; inns srv tc filter show dev wg0 ingress)
 	}
 	wait "$pp" || true
 	kill "$sampler" 2>/dev/null || true
 	wait "$sampler" 2>/dev/null || true
 	stop_daemon "$SPID"
 	SPID=''
+	[ "$name" = fixed ] || expect_eq "the daemon stopped: what holds srv's wg0 ingress slot (the programs' clsact goes; the upload's redirect keeps it)" \
+		"$([ "$DIR" = upload ] && echo clsact)" "$(ingress_qdisc srv wg0 | jq -r '.kind // ""')"
 	[ "$name" = fixed ] || expect_eq "the daemon stopped: cli's $DIR class back at the base" \
 		"$((BASE_K / 100 * 100))Kbit" "$(cli_class "$DIR" | awk '{ print $2 }')"
 	awk -v t0="$t0" -v idle="$IDLE_P50" '/time=/ { ts = substr($1, 2, length($1) - 2)
@@ -182,7 +203,18 @@ expect_le "adapt: slow phase p95 against half the fixed run's ($FIXED ms)" \
 	"$(awk -v f="$FIXED" 'BEGIN { print f / 2 }')" "$ADAPT"
 expect_ge "adapt: slow phase goodput, % of the fixed run's ($(mbit "$(cat "$LAB_TMP/fixed.slowdown")"))" 60 \
 	"$(awk -v f="$(cat "$LAB_TMP/fixed.slowdown")" -v a="$(cat "$LAB_TMP/adapt.slowdown")" 'BEGIN { printf "%d", f ? a * 100 / f : 0 }')"
-expect_ge "ICMP echoes srv sent to cli under load" 100 "${ECHOES:-0}"
+expect_match "the tc programs on both hooks of srv's wg0 under load" "wgshape_rtt_out.*wgshape_rtt_in" "$(echo ${HOOKS:-})"
+if [ "$DIR" = download ]; then
+	expect_match "the daemon takes cli's round trips from its TCP" \
+		"wg0: peer phone: adapt: round trips from its own TCP" "$(cat "$LOG")"
+	# 20 ticks a second for $((2 * PHASE)) s under load
+	expect_le "ICMP echoes srv sent to cli under load (a tenth of the ticks)" $((2 * PHASE * 2)) "${ECHOES:-0}"
+else
+	expect_ge "ICMP echoes srv sent to cli under load" 100 "${ECHOES:-0}"
+fi
 expect_match "show: cli's rate comes from the server's adaptation" "server adapt" "$SHOW_OUT"
 sed 's/^/   daemon: /' "$LOG" | grep -v '<7>' | tail -n 15
+# WGSHAPE_SA_DEBUG=1: every change the controllers made, and why
+[ -z "${WGSHAPE_SA_DEBUG:-}" ] || grep 'adapt: \(download\|upload\) ' "$LOG" | sed 's/^/   daemon: /'
+
 finish

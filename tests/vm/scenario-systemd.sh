@@ -211,7 +211,7 @@ expect_eq "enabled" enabled "$(systemctl is-enabled wgshape.service)"
 MAINPID=$(systemctl show -P MainPID wgshape.service)
 info "main pid $MAINPID: $(tr '\0' ' ' <"/proc/$MAINPID/cmdline"), $(awk '/^VmRSS/ { print $2, $3 }' "/proc/$MAINPID/status") RSS"
 info "capabilities: $(awk '/^Cap(Eff|Bnd|Amb)/ { printf "%s %s  ", $1, $2 }' "/proc/$MAINPID/status")"
-expect_eq "effective capabilities (CAP_NET_ADMIN only)" 0000000000001000 "$(awk '/^CapEff/ { print $2 }' "/proc/$MAINPID/status")"
+expect_eq "effective capabilities (CAP_NET_ADMIN and CAP_BPF only)" 0000008000001000 "$(awk '/^CapEff/ { print $2 }' "/proc/$MAINPID/status")"
 show_journal wgshape.service 8
 
 step "systemd-analyze security"
