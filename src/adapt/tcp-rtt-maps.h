@@ -14,8 +14,8 @@ struct tcp_rtt_addr {
 };
 
 enum {
-	TCP_RTT_DATA, /* the timed packet toward the peer carried data (a download) */
-	TCP_RTT_ACK, /* it carried none (an acknowledgement of the peer's upload) */
+	TCP_RTT_DATA, /* the timed packet toward the peer carried data (a download): by its ACK */
+	TCP_RTT_ACK, /* it carried none (an acknowledgement of the peer's upload): by TSecr */
 	TCP_RTT_KINDS
 };
 
@@ -27,17 +27,22 @@ struct tcp_rtt_peer {
 	__u64 samples; /* round trips timed, ever */
 };
 
-/* map "sent": a TSval seen going to a peer, until its echo comes back */
+/*
+ * map "sent": a mark seen going to a peer, until the peer answers it: the
+ * end of a segment of data (its sequence number after the last byte, which
+ * the peer's ACK names), or the TSval of a packet without data (which the
+ * peer's next segment echoes as its TSecr).
+ */
+enum { TCP_RTT_BY_SEQ, TCP_RTT_BY_TS };
 struct tcp_rtt_flow {
 	struct tcp_rtt_addr peer, far;
 	__u16 peer_port, far_port; /* network order */
-	__u32 tsval; /* network order */
+	__u32 mark; /* host order: the end sequence number, or the TSval */
+	__u32 by; /* TCP_RTT_BY_SEQ or TCP_RTT_BY_TS */
 };
 
 struct tcp_rtt_sent {
 	__u64 at_ns;
-	__u32 kind; /* TCP_RTT_DATA or TCP_RTT_ACK */
-	__u32 pad;
 };
 
 #define TCP_RTT_PEERS_MAX 4096

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The round trip of a peer's own TCP, seen on the server's tunnel interface
- * (tc, clsact; built with clang -target bpf, loaded by tcp-rtt.c). Going to
- * the peer, a packet's TCP timestamp (TSval) is noted with the time; coming
- * back, the first packet from the peer that echoes it (TSecr) closes the
- * round trip: the peer's line both ways, its own queues included, as pping
- * and ePPing measure. Only addresses the daemon put in "peers" and armed
- * (their class is loaded) are looked at; every other packet costs one hash
- * lookup. Both programs only watch: they return TC_ACT_UNSPEC, and the
- * packet goes on to the next filter (wgshape's redirect on ingress).
+ * (tc, clsact; built with clang -target bpf, loaded by tcp-rtt.c): the
+ * peer's line both ways, its own queues included. Going to the peer, a
+ * segment of data is noted by its end (the sequence number after its last
+ * byte) with the time, and the peer's ACK that names that end closes the
+ * round trip, as TCP's own estimator does (a GRO batch or a delayed ACK
+ * answers the segment that triggered it, not the first it covers; a
+ * segment sent twice is not timed). A packet without data (an ACK of the
+ * peer's upload) is noted by its TCP timestamp (TSval), and the first
+ * segment from the peer that echoes it (TSecr) closes it, as pping does.
+ * Only addresses the daemon put in "peers" and armed (their class is
+ * loaded) are looked at; every other packet costs one hash lookup. Both
+ * programs only watch: they return TC_ACT_UNSPEC, and the packet goes on to
+ * the next filter (wgshape's redirect on ingress).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -42,8 +47,9 @@ struct {
 struct pkt {
 	struct tcp_rtt_addr src, dst;
 	__u16 sport, dport;
-	__u32 tsval, tsecr;
-	int data; /* carries payload */
+	__u32 seq_end, ack; /* host order; ack 0: no ACK flag */
+	__u32 tsval, tsecr; /* network order; 0: no timestamp option */
+	__u32 data; /* bytes of payload */
 };
 
 #define TCPOPT_EOL 0
@@ -60,14 +66,45 @@ static __always_inline void map4(struct tcp_rtt_addr *a, __u32 v4)
 	__builtin_memcpy(&a->a[12], &v4, 4);
 }
 
-/* p from skb: 0 for a TCP segment with a timestamp option, -1 for anything else */
+/* The timestamp option among tcp's options, into p (left 0 when none). */
+static __always_inline void timestamps(struct tcphdr *tcp, void *end, struct pkt *p)
+{
+	__u8 *o = (__u8 *)(tcp + 1), *opt_end = (__u8 *)tcp + tcp->doff * 4;
+
+	for (int i = 0; i < OPTS_LOOKED; i++) {
+		__u8 kind, len;
+
+		if ((void *)(o + 2) > end || o >= opt_end)
+			return;
+		kind = o[0];
+		if (kind == TCPOPT_EOL)
+			return;
+		if (kind == TCPOPT_NOP) {
+			o++;
+			continue;
+		}
+		len = o[1];
+		if (len < 2)
+			return;
+		if (kind == TCPOPT_TIMESTAMP && len == TCPOLEN_TIMESTAMP) {
+			if ((void *)(o + TCPOLEN_TIMESTAMP) > end)
+				return;
+			__builtin_memcpy(&p->tsval, o + 2, 4);
+			__builtin_memcpy(&p->tsecr, o + 6, 4);
+			return;
+		}
+		o += len;
+	}
+}
+
+/* p from skb: 0 for a TCP segment, -1 for anything else */
 static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct tcphdr *tcp;
-	__u32 l3_len, hdrs;
-	__u8 *o, *opt_end;
+	__u32 hdrs;
 
+	__builtin_memset(p, 0, sizeof(*p));
 	/* a tunnel interface: no link-layer header, the IP header first */
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = data;
@@ -78,7 +115,6 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 		map4(&p->src, ip->saddr);
 		map4(&p->dst, ip->daddr);
 		tcp = (void *)ip + ip->ihl * 4;
-		l3_len = bpf_ntohs(ip->tot_len);
 		hdrs = ip->ihl * 4;
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = data;
@@ -88,45 +124,23 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
 		__builtin_memcpy(p->src.a, &ip6->saddr, 16);
 		__builtin_memcpy(p->dst.a, &ip6->daddr, 16);
 		tcp = (void *)(ip6 + 1);
-		l3_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
 		hdrs = sizeof(*ip6);
 	} else {
 		return -1;
 	}
-	if ((void *)(tcp + 1) > end || tcp->doff <= 5)
+	if ((void *)(tcp + 1) > end || tcp->doff < 5)
 		return -1;
 	p->sport = tcp->source;
 	p->dport = tcp->dest;
 	hdrs += tcp->doff * 4;
-	/* a GSO packet's IP length is not its size: its skb is, and it carries data */
-	p->data = skb->len > hdrs && (l3_len > hdrs || skb->gso_segs > 1);
-	o = (__u8 *)(tcp + 1);
-	opt_end = (__u8 *)tcp + tcp->doff * 4;
-	for (int i = 0; i < OPTS_LOOKED; i++) {
-		__u8 kind, len;
-
-		if ((void *)(o + 2) > end || o >= opt_end)
-			return -1;
-		kind = o[0];
-		if (kind == TCPOPT_EOL)
-			return -1;
-		if (kind == TCPOPT_NOP) {
-			o++;
-			continue;
-		}
-		len = o[1];
-		if (len < 2)
-			return -1;
-		if (kind == TCPOPT_TIMESTAMP && len == TCPOLEN_TIMESTAMP) {
-			if ((void *)(o + TCPOLEN_TIMESTAMP) > end)
-				return -1;
-			__builtin_memcpy(&p->tsval, o + 2, 4);
-			__builtin_memcpy(&p->tsecr, o + 6, 4);
-			return 0;
-		}
-		o += len;
-	}
-	return -1;
+	/* the whole packet, a GSO one's every segment: no link-layer header here */
+	p->data = skb->len > hdrs ? skb->len - hdrs : 0;
+	p->seq_end = bpf_ntohl(tcp->seq) + p->data;
+	if (tcp->ack)
+		p->ack = bpf_ntohl(tcp->ack_seq);
+	if (tcp->doff > 5)
+		timestamps(tcp, end, p);
+	return 0;
 }
 
 static __always_inline int armed(const struct tcp_rtt_addr *a)
@@ -136,39 +150,55 @@ static __always_inline int armed(const struct tcp_rtt_addr *a)
 	return v && v->armed;
 }
 
-/* Going to a peer: its TSval, the first time it is seen, with the time. */
+/* Going to a peer: a segment's end, or a TSval without data, with the time. */
 SEC("tc")
 int wgshape_rtt_out(struct __sk_buff *skb)
 {
+	struct tcp_rtt_sent s;
 	struct tcp_rtt_flow f;
-	struct tcp_rtt_sent s = { 0 };
 	struct pkt p;
 
-	if (parse(skb, &p) < 0 || !armed(&p.dst))
+	if (parse(skb, &p) < 0 || (!p.data && !p.tsval) || !armed(&p.dst))
 		return TC_ACT_UNSPEC;
 	f.peer = p.dst;
 	f.far = p.src;
 	f.peer_port = p.dport;
 	f.far_port = p.sport;
-	f.tsval = p.tsval;
+	f.mark = p.data ? p.seq_end : bpf_ntohl(p.tsval);
+	f.by = p.data ? TCP_RTT_BY_SEQ : TCP_RTT_BY_TS;
 	s.at_ns = bpf_ktime_get_ns();
-	s.kind = p.data ? TCP_RTT_DATA : TCP_RTT_ACK;
-	bpf_map_update_elem(&sent, &f, &s, BPF_NOEXIST);
+	/* the same end again is a retransmission: not timed (Karn), nor the first */
+	if (bpf_map_update_elem(&sent, &f, &s, BPF_NOEXIST) < 0 && f.by == TCP_RTT_BY_SEQ)
+		bpf_map_delete_elem(&sent, &f);
 	return TC_ACT_UNSPEC;
 }
 
-/* Coming from a peer: an echo (TSecr) of a TSval noted closes a round trip. */
+/* A round trip of kind closed now: the least of the peer's since the daemon took it. */
+static __always_inline void close_rtt(struct tcp_rtt_peer *v, struct tcp_rtt_flow *f, int kind)
+{
+	struct tcp_rtt_sent *s = bpf_map_lookup_elem(&sent, f);
+	__u64 us;
+
+	if (!s)
+		return;
+	us = (bpf_ktime_get_ns() - s->at_ns) / 1000;
+	bpf_map_delete_elem(&sent, f);
+	if (us > 0xfffffffe)
+		us = 0xfffffffe;
+	if (us < v->min_us[kind])
+		v->min_us[kind] = (__u32)us;
+	__sync_fetch_and_add(&v->samples, 1);
+}
+
+/* Coming from a peer: its ACK of a segment's end, or its echo (TSecr) of a TSval. */
 SEC("tc")
 int wgshape_rtt_in(struct __sk_buff *skb)
 {
-	struct tcp_rtt_flow f;
-	struct tcp_rtt_sent *s;
 	struct tcp_rtt_peer *v;
+	struct tcp_rtt_flow f;
 	struct pkt p;
-	__u64 us;
-	__u32 kind;
 
-	if (parse(skb, &p) < 0 || !p.tsecr)
+	if (parse(skb, &p) < 0 || (!p.ack && !p.tsecr))
 		return TC_ACT_UNSPEC;
 	v = bpf_map_lookup_elem(&peers, &p.src);
 	if (!v || !v->armed)
@@ -177,17 +207,15 @@ int wgshape_rtt_in(struct __sk_buff *skb)
 	f.far = p.dst;
 	f.peer_port = p.sport;
 	f.far_port = p.dport;
-	f.tsval = p.tsecr;
-	s = bpf_map_lookup_elem(&sent, &f);
-	if (!s)
-		return TC_ACT_UNSPEC;
-	us = (bpf_ktime_get_ns() - s->at_ns) / 1000;
-	kind = s->kind == TCP_RTT_DATA ? TCP_RTT_DATA : TCP_RTT_ACK;
-	bpf_map_delete_elem(&sent, &f);
-	if (us > 0xfffffffe)
-		us = 0xfffffffe;
-	if (us < v->min_us[kind])
-		v->min_us[kind] = (__u32)us;
-	__sync_fetch_and_add(&v->samples, 1);
+	if (p.ack) {
+		f.mark = p.ack;
+		f.by = TCP_RTT_BY_SEQ;
+		close_rtt(v, &f, TCP_RTT_DATA);
+	}
+	if (p.tsecr) {
+		f.mark = bpf_ntohl(p.tsecr);
+		f.by = TCP_RTT_BY_TS;
+		close_rtt(v, &f, TCP_RTT_ACK);
+	}
 	return TC_ACT_UNSPEC;
 }

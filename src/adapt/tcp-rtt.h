@@ -2,7 +2,8 @@
 /*
  * The passive round trip for the server's adaptation of a peer
  * (src/daemon/peer-adapt.c): a tc program pair (tcp-rtt.bpf.c) that times
- * the peer's own TCP by its timestamps on the tunnel interface, and the map
+ * the peer's own TCP on the tunnel interface (data by its ACK, an ACK by the
+ * timestamp echoed), and the map
  * of addresses it watches. This loads the programs and reads the map; the
  * daemon attaches them (netlink_tc_bpf_attach). Built only where libbpf,
  * clang and bpftool were found (meson option bpf); elsewhere open says
@@ -43,7 +44,7 @@ int adapt_tcp_rtt_take(struct adapt_tcp_rtt *t, int family, const uint8_t *addr,
  * The round trip of a tick's takes, in us (-1: none): the least, where one
  * closed by an answer to data loses what that data waited in the peer's own
  * class (the program sees it before the qdisc), queued bytes there and one
- * packet (full_packet bytes: the peer's delayed ACK echoes the first of two)
+ * packet (full_packet bytes: the segment's own time through it)
  * at rate bytes/s; never more than half of it.
  */
 int64_t adapt_tcp_rtt_pick(uint32_t data_us, uint32_t ack_us, uint64_t queued,

@@ -13,13 +13,14 @@
  * configuration does not undo it.
  *
  * Round trips come first from the peer's own TCP (passive): a tc program
- * pair on the interface (adapt/tcp-rtt.h) times its TCP timestamps, armed
- * only while the peer's class is loaded, and the daemon takes the least
- * round trip of each tick. A round trip timed from data sent to the peer
- * includes the time that data waited in the peer's own class (the program
- * sees it before the qdisc), and the delayed ACK's wait for a second
- * packet: the class's backlog and one packet at its rate are taken off.
- * A tick with none (no TCP, or no timestamps: a call, QUIC) sends an echo.
+ * pair on the interface (adapt/tcp-rtt.h) times data sent to the peer by
+ * its ACK, and ACKs sent to it by the timestamp its next segment echoes,
+ * armed only while the peer's class is loaded, and the daemon takes the
+ * least round trip of each tick. A round trip timed from data sent to the
+ * peer includes the time that data waited in the peer's own class (the
+ * program sees it before the qdisc): the class's backlog and one packet at
+ * its rate are taken off. A tick with none (no TCP: a call, QUIC; or an
+ * upload without timestamps) sends an echo.
  *
  * One socket per address family, one timer, one table and one tc program
  * pair serve every adapting peer; an answer finds its peer by its sequence
@@ -399,7 +400,7 @@ static gint64 passive_rtt(struct daemon *d, struct padapt *p)
 	}
 	best = adapt_tcp_rtt_pick(data, ack, down->backlog, FULL_PACKET, down->ctl.rate);
 	if (best >= 0 && !p->passive_said) {
-		log_info("%s: peer %s: adapt: round trips from its own TCP (timestamps on %s)",
+		log_info("%s: peer %s: adapt: round trips from its own TCP (timed on %s)",
 			 p->ifname, p->name, p->ifname);
 		p->passive_said = true;
 	}
