@@ -69,6 +69,7 @@ else
 	info "cli's TCP carries no timestamps: ICMP echo is the only signal"
 fi
 iperf_server srv "$SRV_TUN4"
+sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null || true
 lab_step_line
 info "line: ${FAST_K}kbit -> ${SLOW_K}kbit, $PHASE s each, both ways, 10 ms each way, $LIMIT packets of buffer"
 CLI_KEY=$(cat "$LAB_TMP/cli.pub")
@@ -83,6 +84,11 @@ ceil_kbit() {
 icmp_out() {
 	inns srv awk '/^IcmpMsg:/ { if (!h) { for (i = 2; i <= NF; i++) col[$i] = i; h = 1; next }
 		if ("OutType8" in col) v = $col["OutType8"] } END { print v + 0 }' /proc/net/snmp
+}
+# what the tc programs cost (kernel.bpf_stats_enabled): "NAME N packets, T ns each; ..."
+bpf_cost() {
+	bpftool -j prog show 2>/dev/null | jq -r '[.[] | select(.name // "" | startswith("wgshape_rtt")) |
+		"\(.name) \(.run_cnt // 0) packets, \(if (.run_cnt // 0) > 0 then (.run_time_ns / .run_cnt | floor) else 0 end) ns each"] | join("; ")'
 }
 line() {
 	inns srv tc qdisc replace dev veth-srv root netem rate "${1}kbit" delay 10ms limit "$LIMIT"
@@ -134,6 +140,7 @@ run() {
 		SHOW_OUT=$WG_OUT
 		ECHOES=$(($(icmp_out) - e0))
 		HOOKS=$(inns srv tc filter show dev wg0 egress; inns srv tc filter show dev wg0 ingress)
+		info "the tc programs: $(bpf_cost)"
 	}
 	wait "$pp" || true
 	kill "$sampler" 2>/dev/null || true
