@@ -85,17 +85,23 @@ int netlink_ingress_del(struct netlink *nl, int ifindex)
 	return (r == -ENOENT || r == -EINVAL) ? 0 : r;
 }
 
-int netlink_ingress_filter_del(struct netlink *nl, int ifindex)
+/* Delete the filters at prio on hook; none there is what was wanted (-ENOENT). */
+static int filter_del(struct netlink *nl, int ifindex, uint32_t hook, uint16_t prio)
 {
 	struct nl_msg *msg;
 	int r;
 
-	msg = netlink_tc_msg(RTM_DELTFILTER, NLM_F_REQUEST | NLM_F_ACK, ifindex, 0, HOOK_IN,
-			     TC_H_MAKE((uint32_t)FILTER_PRIO << 16, htons(ETH_P_ALL)));
+	msg = netlink_tc_msg(RTM_DELTFILTER, NLM_F_REQUEST | NLM_F_ACK, ifindex, 0, hook,
+			     TC_H_MAKE((uint32_t)prio << 16, htons(ETH_P_ALL)));
 	if (!msg)
 		return -ENOMEM;
 	r = netlink_talk(nl, nl->rt, msg, NULL, NULL);
 	return r == -ENOENT ? 0 : r;
+}
+
+int netlink_ingress_filter_del(struct netlink *nl, int ifindex)
+{
+	return filter_del(nl, ifindex, HOOK_IN, FILTER_PRIO);
 }
 
 int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex, bool have_qdisc)
@@ -250,15 +256,10 @@ static int bpf_filter_add(struct netlink *nl, int ifindex, uint32_t hook, int fd
 
 static int bpf_filter_del(struct netlink *nl, int ifindex, uint32_t hook)
 {
-	struct nl_msg *msg;
-	int r;
+	int r = filter_del(nl, ifindex, hook, NETLINK_TC_BPF_PRIO);
 
-	msg = netlink_tc_msg(RTM_DELTFILTER, NLM_F_REQUEST | NLM_F_ACK, ifindex, 0, hook,
-			     TC_H_MAKE((uint32_t)NETLINK_TC_BPF_PRIO << 16, htons(ETH_P_ALL)));
-	if (!msg)
-		return -ENOMEM;
-	r = netlink_talk(nl, nl->rt, msg, NULL, NULL);
-	return (r == -ENOENT || r == -EINVAL) ? 0 : r;
+	/* no such hook (the slot has no clsact any more): gone as well */
+	return r == -EINVAL ? 0 : r;
 }
 
 int netlink_tc_bpf_attach(struct netlink *nl, int ifindex, int egress_fd, int ingress_fd,
