@@ -24,9 +24,9 @@
  *
  * One socket per address family, one timer, one table and one tc program
  * pair serve every adapting peer; an answer finds its peer by its sequence
- * number. While a peer's class is idle nothing is sent or timed. When the peer's own wgshape holds a
- * lease on its rate (the rate channel), that one adapts it: the server
- * stands aside (said once) until the lease ends.
+ * number. While a peer's class is idle nothing is sent or timed. When the
+ * peer's own wgshape holds a lease on its rate (the rate channel), that one
+ * adapts it: the server stands aside (said once) until the lease ends.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -121,7 +121,7 @@ struct peer_adapters {
 /* An interface the programs are attached to, or could not be (said once for its ifindex). */
 struct hook {
 	int ifindex;
-	bool made; /* the clsact is ours */
+	bool made; /* the clsact is wgshape's: it goes with the programs when nothing else is on it */
 	bool failed;
 };
 
@@ -599,7 +599,7 @@ static void wanted_on(struct daemon *d, const char *ifname, const struct shape_s
 	wg_peers_free(peers, n);
 }
 
-/* Is the running p what q (wanted now) says? */
+/* Is the running p what q (wanted now) says (its AllowedIPs too: the addresses timed)? */
 static bool same(const struct padapt *p, const struct padapt *q)
 {
 	for (int i = PA_DOWN; i <= PA_UP; i++)
@@ -607,7 +607,8 @@ static bool same(const struct padapt *p, const struct padapt *q)
 		    p->dir[i].base != q->dir[i].base || p->dir[i].max != q->dir[i].max)
 			return false;
 	return p->family == q->family && !memcmp(p->addr, q->addr, sizeof(p->addr)) &&
-	       !strcmp(p->name, q->name);
+	       !strcmp(p->name, q->name) && p->n_timed == q->n_timed &&
+	       !memcmp(p->timed, q->timed, sizeof(p->timed[0]) * (size_t)p->n_timed);
 }
 
 /* The tc programs, loaded when first needed; NULL when they cannot be (said once). */
@@ -645,13 +646,17 @@ static void hook(struct daemon *d, const char *ifname, int ifindex)
 	struct peer_adapters *pa = d->padapt;
 	struct hook *h = g_hash_table_lookup(pa->hooked, ifname), nh = { 0 };
 	struct ingress_slot slot;
+	bool ours;
 	int r;
 
 	if (h && h->ifindex == ifindex &&
 	    (h->failed || (netlink_ingress_get(d->nl, ifindex, &slot) == 0 && slot.bpf)))
 		return; /* there, or failed here before (said): not again on this ifindex */
+	/* a clsact with only wgshape's redirect on it is wgshape's too */
+	ours = netlink_ingress_get(d->nl, ifindex, &slot) == 0 && slot.present && !slot.theirs;
 	r = netlink_tc_bpf_attach(d->nl, ifindex, adapt_tcp_rtt_prog_fd(pa->rtt, true),
 				  adapt_tcp_rtt_prog_fd(pa->rtt, false), TC_PROG_NAME, &nh.made);
+	nh.made |= ours;
 	nh.ifindex = ifindex;
 	nh.failed = r < 0;
 	if (r == 0) {

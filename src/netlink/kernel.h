@@ -111,7 +111,7 @@ int netlink_ingress_filter_del(struct netlink *nl, int ifindex);
 #define NETLINK_TC_BPF_PRIO 49151
 int netlink_tc_bpf_attach(struct netlink *nl, int ifindex, int egress_fd, int ingress_fd,
 			  const char *name, bool *made);
-/* Take them away; and the clsact when made and nothing else is on it. */
+/* Take them away; and the clsact, when it is wgshape's (made) and nothing else is on it. */
 int netlink_tc_bpf_detach(struct netlink *nl, int ifindex, bool made);
 
 /*
