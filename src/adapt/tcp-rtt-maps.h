@@ -23,8 +23,6 @@ enum {
 struct tcp_rtt_peer {
 	__u32 armed; /* the daemon's: time this address's TCP now (its class is loaded) */
 	__u32 min_us[TCP_RTT_KINDS]; /* least round trip since the daemon took it; ~0: none */
-	__u32 pad;
-	__u64 samples; /* round trips timed, ever */
 };
 
 /*

@@ -187,7 +187,6 @@ static __always_inline void close_rtt(struct tcp_rtt_peer *v, struct tcp_rtt_flo
 		us = 0xfffffffe;
 	if (us < v->min_us[kind])
 		v->min_us[kind] = (__u32)us;
-	__sync_fetch_and_add(&v->samples, 1);
 }
 
 /* Coming from a peer: its ACK of a segment's end, or its echo (TSecr) of a TSval. */

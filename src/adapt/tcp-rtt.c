@@ -2,7 +2,6 @@
 /* The loader of tcp-rtt.bpf.c, and its map of watched addresses (tcp-rtt.h). */
 #include <errno.h>
 #include <stdlib.h>
-#include <glib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -36,24 +35,7 @@ int64_t adapt_tcp_rtt_pick(uint32_t data_us, uint32_t ack_us, uint64_t queued,
 struct adapt_tcp_rtt {
 	struct tcp_rtt *skel;
 	int peers_fd;
-	/* each watched address (struct tcp_rtt_addr) -> its samples at its last take */
-	GHashTable *seen;
 };
-
-static guint addr_hash(gconstpointer k)
-{
-	const uint8_t *a = k;
-	guint h = 2166136261u;
-
-	for (size_t i = 0; i < sizeof(struct tcp_rtt_addr); i++)
-		h = (h ^ a[i]) * 16777619u;
-	return h;
-}
-
-static gboolean addr_equal(gconstpointer a, gconstpointer b)
-{
-	return !memcmp(a, b, sizeof(struct tcp_rtt_addr));
-}
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -75,7 +57,6 @@ int adapt_tcp_rtt_open(struct adapt_tcp_rtt **out)
 		return r ? r : -EINVAL;
 	}
 	t->peers_fd = bpf_map__fd(t->skel->maps.peers);
-	t->seen = g_hash_table_new_full(addr_hash, addr_equal, g_free, g_free);
 	*out = t;
 	return 0;
 }
@@ -85,7 +66,6 @@ void adapt_tcp_rtt_free(struct adapt_tcp_rtt *t)
 	if (!t)
 		return;
 	tcp_rtt__destroy(t->skel);
-	g_hash_table_unref(t->seen);
 	free(t);
 }
 
@@ -115,7 +95,6 @@ int adapt_tcp_rtt_watch(struct adapt_tcp_rtt *t, int family, const uint8_t *addr
 	key_of(&k, family, addr);
 	if (bpf_map_lookup_elem(t->peers_fd, &k, &v) < 0)
 		memset(&v, 0, sizeof(v));
-	g_hash_table_insert(t->seen, g_memdup2(&k, sizeof(k)), g_memdup2(&v.samples, sizeof(v.samples)));
 	v.armed = armed;
 	v.min_us[TCP_RTT_DATA] = v.min_us[TCP_RTT_ACK] = UINT32_MAX;
 	return bpf_map_update_elem(t->peers_fd, &k, &v, BPF_ANY) < 0 ? -errno : 0;
@@ -127,7 +106,6 @@ void adapt_tcp_rtt_unwatch(struct adapt_tcp_rtt *t, int family, const uint8_t *a
 
 	key_of(&k, family, addr);
 	bpf_map_delete_elem(t->peers_fd, &k);
-	g_hash_table_remove(t->seen, &k);
 }
 
 int adapt_tcp_rtt_take(struct adapt_tcp_rtt *t, int family, const uint8_t *addr,
@@ -135,25 +113,20 @@ int adapt_tcp_rtt_take(struct adapt_tcp_rtt *t, int family, const uint8_t *addr,
 {
 	struct tcp_rtt_peer v;
 	struct tcp_rtt_addr k;
-	uint64_t *seen;
 
 	key_of(&k, family, addr);
-	seen = g_hash_table_lookup(t->seen, &k);
-	if (!seen)
-		return -ENOENT;
 	if (bpf_map_lookup_elem(t->peers_fd, &k, &v) < 0)
 		return -errno;
-	if (v.samples == *seen)
+	/* none since the last take: the window's least is still ~0 */
+	if (v.min_us[TCP_RTT_DATA] == UINT32_MAX && v.min_us[TCP_RTT_ACK] == UINT32_MAX)
 		return 0;
 	out->data_us = v.min_us[TCP_RTT_DATA];
 	out->ack_us = v.min_us[TCP_RTT_ACK];
-	out->samples = v.samples;
-	*seen = v.samples;
 	/* the next window's least starts afresh (a sample the program adds meanwhile is lost) */
 	v.min_us[TCP_RTT_DATA] = v.min_us[TCP_RTT_ACK] = UINT32_MAX;
 	if (bpf_map_update_elem(t->peers_fd, &k, &v, BPF_EXIST) < 0)
 		return -errno;
-	return out->data_us != UINT32_MAX || out->ack_us != UINT32_MAX;
+	return 1;
 }
 
 #else /* !WGSHAPE_HAVE_BPF */

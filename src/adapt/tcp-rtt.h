@@ -34,7 +34,6 @@ void adapt_tcp_rtt_unwatch(struct adapt_tcp_rtt *t, int family, const uint8_t *a
 struct adapt_tcp_rtt_take {
 	uint32_t data_us; /* closed by the peer's answer to data sent to it (a download) */
 	uint32_t ack_us; /* ... to an acknowledgement sent to it (its upload) */
-	uint64_t samples; /* round trips timed, ever */
 };
 /* 1 with *out when some were timed since the last take, 0 when none, -errno. */
 int adapt_tcp_rtt_take(struct adapt_tcp_rtt *t, int family, const uint8_t *addr,

@@ -646,14 +646,16 @@ static void hook(struct daemon *d, const char *ifname, int ifindex)
 	struct peer_adapters *pa = d->padapt;
 	struct hook *h = g_hash_table_lookup(pa->hooked, ifname), nh = { 0 };
 	struct ingress_slot slot;
-	bool ours;
+	bool have, ours;
 	int r;
 
-	if (h && h->ifindex == ifindex &&
-	    (h->failed || (netlink_ingress_get(d->nl, ifindex, &slot) == 0 && slot.bpf)))
-		return; /* there, or failed here before (said): not again on this ifindex */
+	if (h && h->ifindex == ifindex && h->failed)
+		return; /* failed here before (said): not again on this ifindex */
+	have = netlink_ingress_get(d->nl, ifindex, &slot) == 0;
+	if (h && h->ifindex == ifindex && have && slot.bpf)
+		return; /* there */
 	/* a clsact with only wgshape's redirect on it is wgshape's too */
-	ours = netlink_ingress_get(d->nl, ifindex, &slot) == 0 && slot.present && !slot.theirs;
+	ours = have && slot.present && !slot.theirs;
 	r = netlink_tc_bpf_attach(d->nl, ifindex, adapt_tcp_rtt_prog_fd(pa->rtt, true),
 				  adapt_tcp_rtt_prog_fd(pa->rtt, false), TC_PROG_NAME, &nh.made);
 	nh.made |= ours;
