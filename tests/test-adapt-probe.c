@@ -279,10 +279,28 @@ static void test_tcp_rtt_pick(void)
 	g_assert_cmpint(adapt_tcp_rtt_pick(100000, UINT32_MAX, 3500, 1500, 0), ==, 100000);
 }
 
+/* Each direction's delay from a round trip and the upload's own queue. */
+static void test_tcp_rtt_split(void)
+{
+	/* the upload's queue unknown, or no least round trip yet: the round trip for both */
+	g_assert_cmpint(adapt_tcp_rtt_split(90000, 40000, -1, true), ==, 90000);
+	g_assert_cmpint(adapt_tcp_rtt_split(90000, 40000, -1, false), ==, 90000);
+	g_assert_cmpint(adapt_tcp_rtt_split(90000, 0, 30000, true), ==, 90000);
+	/* 90 ms round trip, 40 ms least, 30 ms of it in the upload: 20 ms in the download */
+	g_assert_cmpint(adapt_tcp_rtt_split(90000, 40000, 30000, true), ==, 70000);
+	g_assert_cmpint(adapt_tcp_rtt_split(90000, 40000, 30000, false), ==, 60000);
+	/* the upload's queue all of it (a mean over a tick: more than the least's): the least */
+	g_assert_cmpint(adapt_tcp_rtt_split(60000, 40000, 30000, false), ==, 40000);
+	/* no upload queue: the download has the round trip's whole rise */
+	g_assert_cmpint(adapt_tcp_rtt_split(90000, 40000, 0, false), ==, 90000);
+	g_assert_cmpint(adapt_tcp_rtt_split(90000, 40000, 0, true), ==, 40000);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/adapt/tcp-rtt/pick", test_tcp_rtt_pick);
+	g_test_add_func("/adapt/tcp-rtt/split", test_tcp_rtt_split);
 	g_test_add_func("/adapt/probe/owd", test_owd_compute);
 	g_test_add_func("/adapt/probe/owd-far-end-garbage", test_owd_far_end_garbage);
 	g_test_add_func("/adapt/probe/open-bad", test_open_bad);

@@ -23,6 +23,15 @@ enum {
 struct tcp_rtt_peer {
 	__u32 armed; /* the daemon's: time this address's TCP now (its class is loaded) */
 	__u32 min_us[TCP_RTT_KINDS]; /* least round trip since the daemon took it; ~0: none */
+	/*
+	 * The upload's queue since the daemon took it: the sum and count of the
+	 * one-way delays of the peer's packets over their connection's least
+	 * (in us, from TSval in ms), counted from connections whose clock was
+	 * found to tick in ms
+	 */
+	__u64 up_sum_us;
+	__u32 up_n;
+	__u32 pad;
 };
 
 /*
@@ -43,7 +52,26 @@ struct tcp_rtt_sent {
 	__u64 at_ns;
 };
 
+/*
+ * map "clocks": a connection from a peer (a tcp_rtt_flow with mark and by
+ * 0), its TCP timestamp clock against ours: the least of (our ms at arrival
+ * - its TSval), which is the clocks' offset and the path's one-way delay
+ * with no queue (it creeps up 1 ms each TCP_RTT_RISE_MS without a lower
+ * one: the clocks' drift), and whether its clock ticks in ms (checked over
+ * TCP_RTT_CHECK_MS from the first sighting). Its offset is its own: Linux
+ * draws one per address pair, other systems per connection.
+ */
+enum { TCP_RTT_CLOCK_CHECKING, TCP_RTT_CLOCK_MS, TCP_RTT_CLOCK_OTHER };
+struct tcp_rtt_clock {
+	__u32 least, least_at; /* ms, our clock's */
+	__u32 first_at, first_ts; /* the first sighting: our ms, its TSval */
+	__u32 state;
+};
+#define TCP_RTT_CHECK_MS 4000
+#define TCP_RTT_RISE_MS 10000
+
 #define TCP_RTT_PEERS_MAX 4096
 #define TCP_RTT_SENT_MAX 16384
+#define TCP_RTT_CLOCKS_MAX 16384
 
 #endif

@@ -11,7 +11,15 @@
  * peer's upload) is noted by its TCP timestamp (TSval), and the first
  * segment from the peer that echoes it (TSecr) closes it, as pping does.
  * Only addresses the daemon put in "peers" and armed (their class is
- * loaded) are looked at; every other packet costs one hash lookup. Both
+ * loaded) are looked at; every other packet costs one hash lookup.
+ *
+ * The upload's own queue, apart from the round trip (which holds both
+ * directions'): a packet from the peer carries its TSval, the peer's clock
+ * when it sent it, so (our clock at arrival - TSval) is the one-way delay
+ * plus the clocks' offset. Over its connection's least (the offset and the
+ * path alone), it is what the packet waited in the peer's upload. Counted
+ * only from connections whose timestamps tick in ms (Linux, and most
+ * others; not 250 Hz or us clocks), checked over their first seconds. Both
  * programs only watch: they return TC_ACT_UNSPEC, and the packet goes on to
  * the next filter (wgshape's redirect on ingress).
  */
@@ -43,6 +51,13 @@ struct {
 	__type(key, struct tcp_rtt_flow);
 	__type(value, struct tcp_rtt_sent);
 } sent SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, TCP_RTT_CLOCKS_MAX);
+	__type(key, struct tcp_rtt_flow);
+	__type(value, struct tcp_rtt_clock);
+} clocks SEC(".maps");
 
 struct pkt {
 	struct tcp_rtt_addr src, dst;
@@ -189,6 +204,52 @@ static __always_inline void close_rtt(struct tcp_rtt_peer *v, struct tcp_rtt_flo
 		v->min_us[kind] = (__u32)us;
 }
 
+/*
+ * A packet from the peer with its TSval (host order): its wait in the
+ * peer's upload, over its connection's least (the clock's offset and the
+ * path), added to the window's sum when the connection's clock is in ms.
+ */
+static __always_inline void one_way_up(struct tcp_rtt_peer *v, struct tcp_rtt_flow *f,
+				       __u32 tsval)
+{
+	__u32 now = (__u32)(bpf_ktime_get_ns() / 1000000), d = now - tsval, span;
+	struct tcp_rtt_clock *c, n;
+	__s32 over;
+
+	f->mark = 0;
+	f->by = 0;
+	c = bpf_map_lookup_elem(&clocks, f);
+	if (!c) {
+		n = (struct tcp_rtt_clock){ .least = d, .least_at = now, .first_at = now,
+					    .first_ts = tsval,
+					    .state = TCP_RTT_CLOCK_CHECKING };
+		bpf_map_update_elem(&clocks, f, &n, BPF_NOEXIST);
+		return;
+	}
+	span = now - c->first_at;
+	if (c->state == TCP_RTT_CLOCK_CHECKING && span >= TCP_RTT_CHECK_MS) {
+		__u32 ticks = tsval - c->first_ts;
+
+		/* in ms, its ticks over the span are within a factor of 2 of ours
+		 * (a queue that grew or drained meanwhile moves them less) */
+		c->state = ticks < 2 * span && 2 * ticks > span ? TCP_RTT_CLOCK_MS
+								: TCP_RTT_CLOCK_OTHER;
+	}
+	over = (__s32)(d - c->least);
+	if (over < 0) {
+		c->least = d;
+		c->least_at = now;
+		over = 0;
+	} else if (now - c->least_at >= TCP_RTT_RISE_MS) {
+		c->least++;
+		c->least_at = now;
+	}
+	if (c->state != TCP_RTT_CLOCK_MS)
+		return;
+	__sync_fetch_and_add(&v->up_sum_us, (__u64)over * 1000);
+	__sync_fetch_and_add(&v->up_n, 1);
+}
+
 /* Coming from a peer: its ACK of a segment's end, or its echo (TSecr) of a TSval. */
 SEC("tc")
 int wgshape_rtt_in(struct __sk_buff *skb)
@@ -197,7 +258,7 @@ int wgshape_rtt_in(struct __sk_buff *skb)
 	struct tcp_rtt_flow f;
 	struct pkt p;
 
-	if (parse(skb, &p) < 0 || (!p.ack && !p.tsecr))
+	if (parse(skb, &p) < 0 || (!p.ack && !p.tsecr && !p.tsval))
 		return TC_ACT_UNSPEC;
 	v = bpf_map_lookup_elem(&peers, &p.src);
 	if (!v || !v->armed)
@@ -216,5 +277,7 @@ int wgshape_rtt_in(struct __sk_buff *skb)
 		f.by = TCP_RTT_BY_TS;
 		close_rtt(v, &f, TCP_RTT_ACK);
 	}
+	if (p.tsval)
+		one_way_up(v, &f, bpf_ntohl(p.tsval));
 	return TC_ACT_UNSPEC;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 #include <sys/socket.h>
 
 #include "build-config.h"
@@ -23,6 +24,15 @@ int64_t adapt_tcp_rtt_pick(uint32_t data_us, uint32_t ack_us, uint64_t queued,
 	if (ack_us != UINT32_MAX && (best < 0 || (int64_t)ack_us < best))
 		best = ack_us;
 	return best;
+}
+
+int64_t adapt_tcp_rtt_split(int64_t rtt_us, int64_t least_us, int64_t up_us, bool upload)
+{
+	if (up_us < 0 || least_us <= 0)
+		return rtt_us;
+	if (upload)
+		return least_us + up_us;
+	return rtt_us - up_us > least_us ? rtt_us - up_us : least_us;
 }
 
 #ifdef WGSHAPE_HAVE_BPF
@@ -97,6 +107,8 @@ int adapt_tcp_rtt_watch(struct adapt_tcp_rtt *t, int family, const uint8_t *addr
 		memset(&v, 0, sizeof(v));
 	v.armed = armed;
 	v.min_us[TCP_RTT_DATA] = v.min_us[TCP_RTT_ACK] = UINT32_MAX;
+	v.up_sum_us = 0;
+	v.up_n = 0;
 	return bpf_map_update_elem(t->peers_fd, &k, &v, BPF_ANY) < 0 ? -errno : 0;
 }
 
@@ -117,13 +129,17 @@ int adapt_tcp_rtt_take(struct adapt_tcp_rtt *t, int family, const uint8_t *addr,
 	key_of(&k, family, addr);
 	if (bpf_map_lookup_elem(t->peers_fd, &k, &v) < 0)
 		return -errno;
-	/* none since the last take: the window's least is still ~0 */
-	if (v.min_us[TCP_RTT_DATA] == UINT32_MAX && v.min_us[TCP_RTT_ACK] == UINT32_MAX)
+	/* none since the last take: the window's least is still ~0, its sum empty */
+	if (v.min_us[TCP_RTT_DATA] == UINT32_MAX && v.min_us[TCP_RTT_ACK] == UINT32_MAX &&
+	    !v.up_n)
 		return 0;
 	out->data_us = v.min_us[TCP_RTT_DATA];
 	out->ack_us = v.min_us[TCP_RTT_ACK];
-	/* the next window's least starts afresh (a sample the program adds meanwhile is lost) */
+	out->up_us = v.up_n ? (uint32_t)MIN(v.up_sum_us / v.up_n, UINT32_MAX - 1) : UINT32_MAX;
+	/* the next window starts afresh (a sample the program adds meanwhile is lost) */
 	v.min_us[TCP_RTT_DATA] = v.min_us[TCP_RTT_ACK] = UINT32_MAX;
+	v.up_sum_us = 0;
+	v.up_n = 0;
 	if (bpf_map_update_elem(t->peers_fd, &k, &v, BPF_EXIST) < 0)
 		return -errno;
 	return 1;

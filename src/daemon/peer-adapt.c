@@ -22,6 +22,11 @@
  * its rate are taken off. A tick with none (no TCP: a call, QUIC; or an
  * upload without timestamps) sends an echo.
  *
+ * The peer's timestamps also tell its upload's queue apart (the one-way
+ * delay of its packets over their connection's least): then the upload's
+ * controller is fed that wait and the download's the round trip less it,
+ * so a queue on one line no longer cuts both (adapt_tcp_rtt_split).
+ *
  * One socket per address family, one timer, one table and one tc program
  * pair serve every adapting peer; an answer finds its peer by its sequence
  * number. While a peer's class is idle nothing is sent or timed. When the
@@ -52,6 +57,7 @@
 #define MAX_TIMED 8 /* a peer's addresses whose TCP is timed */
 #define TC_PROG_NAME "wgshape_rtt"
 #define FULL_PACKET 1500 /* bytes */
+#define UP_FRESH_US 120000 /* the upload's own queue speaks for round trips this late */
 
 enum { PA_DOWN, PA_UP };
 static const char *const pa_dir_names[] = { "download", "upload" };
@@ -86,7 +92,10 @@ struct padapt {
 	} timed[MAX_TIMED];
 	int n_timed;
 	bool armed; /* their timing is on (the peer is loaded) */
-	bool passive_said;
+	bool passive_said, split_said;
+	gint64 least_rtt_us; /* the least round trip seen; 0: none yet */
+	/* the wait in its upload alone, from its TCP's timestamps (the last tick's), and when */
+	gint64 up_us, up_at_us;
 	struct pdir dir[2]; /* PA_DOWN, PA_UP */
 	bool aside; /* its client's lease decides (said once) */
 	bool lost_said;
@@ -215,21 +224,35 @@ static void apply(struct daemon *d, struct padapt *p, int i, enum adapt_why why)
 		  (double)adapt_added_us(&x->ctl) / 1000);
 }
 
-/* A round trip of p's (an echo's, or the least of its TCP's this tick): both controllers. */
+/*
+ * A round trip of p's (an echo's, or the least of its TCP's this tick): both
+ * controllers. When its TCP's timestamps told the wait in its upload alone
+ * (this tick), each direction is fed its own queue (adapt_tcp_rtt_split):
+ * the upload that wait, the download the round trip less it.
+ */
 static void on_rtt(struct daemon *d, struct padapt *p, gint64 rtt_us, gint64 now_us)
 {
+	gint64 up_us = p->up_at_us && now_us - p->up_at_us <= UP_FRESH_US ? p->up_us : -1;
+
 	if (p->aside)
 		return;
 	if (p->lost_said) {
 		log_info("%s: peer %s: adapt: %s answers again", p->ifname, p->name, p->addr_text);
 		p->lost_said = false;
 	}
+	if (!p->least_rtt_us || rtt_us < p->least_rtt_us)
+		p->least_rtt_us = rtt_us;
+	if (up_us >= 0 && !p->split_said) {
+		log_info("%s: peer %s: adapt: its upload's own queue from its TCP timestamps: "
+			 "each direction cut for its own", p->ifname, p->name);
+		p->split_said = true;
+	}
 	for (int i = PA_DOWN; i <= PA_UP; i++) {
 		struct pdir *x = &p->dir[i];
 		struct adapt_sample s = {
 			.now_us = (uint64_t)now_us,
-			/* a round trip holds both directions' queues whole */
-			.delay_us = rtt_us,
+			/* a round trip holds both directions' queues whole, unless split */
+			.delay_us = adapt_tcp_rtt_split(rtt_us, p->least_rtt_us, up_us, i == PA_UP),
 			.rtt_us = (uint32_t)CLAMP(rtt_us, 0, 10000000),
 		};
 		enum adapt_why why;
@@ -379,14 +402,16 @@ static void arm(struct daemon *d, struct padapt *p, bool on)
 /*
  * The least round trip of p's TCP since the last tick, in us: -1 when none
  * was timed. One timed from data sent to p loses what that data waited in
- * p's own class first (its backlog at its rate).
+ * p's own class first (its backlog at its rate). The wait in p's upload
+ * alone, when its timestamps told it, goes to p->up_us (the most of its
+ * addresses').
  */
-static gint64 passive_rtt(struct daemon *d, struct padapt *p)
+static gint64 passive_rtt(struct daemon *d, struct padapt *p, gint64 now)
 {
 	struct peer_adapters *pa = d->padapt;
 	const struct pdir *down = &p->dir[PA_DOWN];
 	uint32_t data = UINT32_MAX, ack = UINT32_MAX;
-	gint64 best = -1;
+	gint64 best = -1, up = -1;
 
 	if (!pa->rtt || !p->armed)
 		return -1;
@@ -397,6 +422,12 @@ static gint64 passive_rtt(struct daemon *d, struct padapt *p)
 			continue;
 		data = MIN(data, t.data_us);
 		ack = MIN(ack, t.ack_us);
+		if (t.up_us != UINT32_MAX)
+			up = MAX(up, (gint64)t.up_us);
+	}
+	if (up >= 0) {
+		p->up_us = up;
+		p->up_at_us = now;
 	}
 	best = adapt_tcp_rtt_pick(data, ack, down->backlog, FULL_PACKET, down->ctl.rate);
 	if (best >= 0 && !p->passive_said) {
@@ -470,7 +501,7 @@ static gboolean on_tick(gpointer data)
 		if (!loaded)
 			continue;
 		any_loaded = true;
-		rtt = passive_rtt(d, p);
+		rtt = passive_rtt(d, p, now);
 		if (rtt >= 0) {
 			on_rtt(d, p, rtt, now);
 			continue;

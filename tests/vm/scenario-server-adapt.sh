@@ -22,7 +22,9 @@
 # timeline: "fixed" (the same [peer] without adapt: the control, which
 # bloats once the line drops) and "adapt".
 #
-# Checks: the daemon says it adapts the peer, probing its address; cli's
+# Checks: the daemon says it adapts the peer, probing its address, and
+# (download) that cli's timestamps tell its upload's queue apart (not
+# without them: upload); cli's
 # class at srv was lowered under the base in the slow phase (tc, sampled
 # each half second) and the daemon's log says why ("queue"); the slow
 # phase's p95 added latency (after its first 5 s) at most 100 ms and at most
@@ -216,8 +218,13 @@ if [ "$DIR" = download ]; then
 		"wg0: peer phone: adapt: round trips from its own TCP" "$(cat "$LOG")"
 	# 20 ticks a second for $((2 * PHASE)) s under load
 	expect_le "ICMP echoes srv sent to cli under load (a tenth of the ticks)" $((2 * PHASE * 2)) "${ECHOES:-0}"
+	# cli's ACKs carry its clock (Linux: ms): the upload's queue apart
+	expect_match "the daemon reads cli's upload queue from its timestamps" \
+		"wg0: peer phone: adapt: its upload's own queue from its TCP timestamps" "$(cat "$LOG")"
 else
 	expect_ge "ICMP echoes srv sent to cli under load" 100 "${ECHOES:-0}"
+	expect_eq "no timestamps, no upload queue apart (the round trip for both)" 0 \
+		"$(grep -c "its upload's own queue" "$LOG" || true)"
 fi
 expect_match "show: cli's rate comes from the server's adaptation" "server adapt" "$SHOW_OUT"
 sed 's/^/   daemon: /' "$LOG" | grep -v '<7>' | tail -n 15

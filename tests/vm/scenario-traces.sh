@@ -402,7 +402,7 @@ run_row() {
 	[ -z "$MPID" ] || cpu=$(cpu_per_hour "$LAB_TMP/$row.cpu0" "$LAB_TMP/$row.cpu1")
 	MPID=''
 	if [ "$row" = server-adapt ]; then
-		info "srv's daemon: $(grep -c 'peer phone: adapt: download' "$SLOG" || true) download and $(grep -c 'peer phone: adapt: upload' "$SLOG" || true) upload rate changes; cli's class now $(htb_class_field srv wg0 "$(htb_class_for srv wg0 "$CLI_TUN4")" ceil)"
+		info "srv's daemon: $(grep -c 'peer phone: adapt: download' "$SLOG" || true) download and $(grep -c 'peer phone: adapt: upload' "$SLOG" || true) upload rate changes; cli's class now $(htb_class_field srv wg0 "$(htb_class_for srv wg0 "$CLI_TUN4")" ceil); each direction its own queue (cli's timestamps): $(grep -q "upload's own queue" "$SLOG" && echo yes || echo no)"
 	fi
 	if [ -n "$CPID" ]; then
 		stop_daemon "$CPID"
