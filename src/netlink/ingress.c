@@ -223,6 +223,7 @@ int netlink_ingress_get(struct netlink *nl, int ifindex, struct ingress_slot *ou
 	if (r < 0)
 		return r;
 	out->bpf = fq.bpf > 0;
+	out->clsact = clsact;
 	/* A clsact that holds only the daemon's programs is no qdisc of anyone's yet. */
 	out->present = !(clsact && fq.bpf && !fq.ours && !fq.others);
 	/* Anything beside the one filter wgshape adds: someone else's. */

@@ -89,6 +89,8 @@ int netlink_ingress_redirect_add(struct netlink *nl, int ifindex, int to_ifindex
 struct ingress_slot {
 	/* an ingress qdisc or clsact, unless a clsact with only wgshape's tc programs */
 	bool present;
+	/* it is a clsact (tc qdisc del dev IFACE clsact), not an ingress qdisc */
+	bool clsact;
 	/* where wgshape's filter (the one matchall at its priority) sends; else 0 */
 	int redirect_ifindex;
 	/* filters beside wgshape's (the user's), or a clsact with nothing of wgshape's */

@@ -269,7 +269,8 @@ static int ingress_set(struct netlink *nl, const char *ifname, const struct link
 	}
 	if (present && !st->ingress) {
 		log_err("%s: add ingress qdisc: %s already has one that wgshape did not make "
-			"(remove it first: tc qdisc del dev %s ingress)", ifname, ifname, ifname);
+			"(remove it first: tc qdisc del dev %s %s)", ifname, ifname, ifname,
+			slot.clsact ? "clsact" : "ingress");
 		return -EEXIST;
 	}
 	if (present || (st->ingress && !have_ifb))

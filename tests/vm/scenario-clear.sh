@@ -114,7 +114,7 @@ inns srv tc qdisc add dev wg0 clsact
 inns srv tc filter add dev wg0 ingress prio 10 matchall action pass
 theirs=$(ingress_side srv wg0)
 info "by hand: $(tr '\n' ' ' <<<"$theirs")"
-expect_wgshape_fails srv "already has one that wgshape did not make" set wg0 ingress 5mbit
+expect_wgshape_fails srv "already has one that wgshape did not make \\(remove it first: tc qdisc del dev wg0 clsact\\)" set wg0 ingress 5mbit
 expect_wgshape_ok srv set wg0 egress 10mbit
 expect_wgshape_ok srv clear wg0
 expect_eq "srv wg0 ingress side after set and clear" "$theirs" "$(ingress_side srv wg0)"
