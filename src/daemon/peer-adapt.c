@@ -93,7 +93,7 @@ struct padapt {
 	int n_timed;
 	bool armed; /* their timing is on (the peer is loaded) */
 	bool passive_said, split_said;
-	gint64 least_rtt_us; /* the least round trip seen; 0: none yet */
+	gint64 least_rtt_us; /* the least round trip of this load; 0: none yet */
 	/* the wait in its upload alone, from its TCP's timestamps (the last tick's), and when */
 	gint64 up_us, up_at_us;
 	struct pdir dir[2]; /* PA_DOWN, PA_UP */
@@ -498,8 +498,11 @@ static gboolean on_tick(gpointer data)
 				apply(d, p, i, why);
 		}
 		arm(d, p, loaded);
-		if (!loaded)
+		if (!loaded) {
+			/* the next load finds the path anew (a phone that roamed) */
+			p->least_rtt_us = 0;
 			continue;
+		}
 		any_loaded = true;
 		rtt = passive_rtt(d, p, now);
 		if (rtt >= 0) {
