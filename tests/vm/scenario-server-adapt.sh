@@ -92,6 +92,11 @@ bpf_cost() {
 	bpftool -j prog show 2>/dev/null | jq -r '[.[] | select(.name // "" | startswith("wgshape_rtt")) |
 		"\(.name) \(.run_cnt // 0) packets, \(if (.run_cnt // 0) > 0 then (.run_time_ns / .run_cnt | floor) else 0 end) ns each"] | join("; ")'
 }
+# ... and what their maps hold in the kernel: "NAME N bytes; ..."
+bpf_maps() {
+	bpftool -j map show 2>/dev/null | jq -r '[.[] | select(.name // "" | IN("peers", "sent", "clocks")) |
+		"\(.name) \(.bytes_memlock // "?") bytes"] | join("; ")'
+}
 line() {
 	inns srv tc qdisc replace dev veth-srv root netem rate "${1}kbit" delay 10ms limit "$LIMIT"
 	inns cli tc qdisc replace dev veth-cli root netem rate "${1}kbit" delay 10ms limit "$LIMIT"
@@ -143,6 +148,7 @@ run() {
 		ECHOES=$(($(icmp_out) - e0))
 		HOOKS=$(inns srv tc filter show dev wg0 egress; inns srv tc filter show dev wg0 ingress)
 		info "the tc programs: $(bpf_cost)"
+		info "their maps' kernel memory: $(bpf_maps)"
 	}
 	wait "$pp" || true
 	kill "$sampler" 2>/dev/null || true
