@@ -24,14 +24,13 @@ struct tcp_rtt_peer {
 	__u32 armed; /* the daemon's: time this address's TCP now (its class is loaded) */
 	__u32 min_us[TCP_RTT_KINDS]; /* least round trip since the daemon took it; ~0: none */
 	/*
-	 * The upload's queue since the daemon took it: the sum and count of the
+	 * The upload's queue since the daemon took it: the count and sum of the
 	 * one-way delays of the peer's packets over their connection's least
 	 * (in us, from TSval in ms), counted from connections whose clock was
 	 * found to tick in ms
 	 */
-	__u64 up_sum_us;
 	__u32 up_n;
-	__u32 pad;
+	__u64 up_sum_us;
 };
 
 /*
